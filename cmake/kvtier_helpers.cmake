@@ -1,0 +1,21 @@
+# kvtier_test(NAME SOURCES... LIBS libs...): a GoogleTest binary registered with CTest.
+# Tests run from the source root so that they find models/, configs/ and ../shared/.
+function(kvtier_test name)
+  if(NOT KVTIER_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${KVTIER_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+endfunction()
+
+# kvtier_benchmark(NAME SOURCES... LIBS libs...): a Google Benchmark binary (not run by CTest).
+function(kvtier_benchmark name)
+  if(NOT KVTIER_BENCHMARKS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark benchmark::benchmark_main)
+endfunction()

@@ -1,0 +1,169 @@
+// `kvtier breakeven`: the bandwidth at which loading a cached prefix beats recomputing it.
+#include <iostream>
+#include <optional>
+
+#include "breakeven.h"
+#include "commands.h"
+#include "embedded_files.h"
+#include "output.h"
+#include "units.h"
+
+namespace kvtier {
+namespace {
+
+struct BreakevenOptions {
+  std::string model;
+  std::string hardware;
+  double prefill_tokens_per_s = 0;
+  std::vector<std::string> layouts{"bf16", "int4", "turboquant4"};
+  std::vector<std::string> contexts{"1K", "4K", "16K", "32K", "64K", "128K"};
+  int64_t new_tokens = 1024;
+  OutputFormat format = OutputFormat::kTable;
+};
+
+int64_t parse_tokens(const std::string& text) {
+  size_t used = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    throw ConfigError("--context: expected a token count such as 4096 or 32K, got '" + text + "'");
+  }
+  std::string suffix = text.substr(used);
+  long long factor = suffix.empty() ? 1 : suffix == "K" || suffix == "k" ? 1024 : suffix == "M" ? 1 << 20 : 0;
+  if (factor == 0 || value <= 0) {
+    throw ConfigError("--context: expected a positive token count such as 4096 or 32K, got '" + text + "'");
+  }
+  return value * factor;
+}
+
+std::string verdict(double speedup) {
+  return speedup >= 1 ? fixed("%.1fx load", speedup) : fixed("%.1fx recompute", 1 / speedup);
+}
+
+struct Analysis {
+  ModelCard model;
+  std::optional<HardwareConfig> hardware;
+  std::vector<LoadPath> paths;
+  std::vector<int64_t> contexts;
+};
+
+CostModel cost_for(const Analysis& a, const BreakevenOptions& options, double bytes_per_token) {
+  if (options.prefill_tokens_per_s > 0) {
+    return CostModel::fixed_prefill_rate(a.model, options.prefill_tokens_per_s, bytes_per_token);
+  }
+  return CostModel(a.model, *a.hardware, bytes_per_token);
+}
+
+std::vector<BreakevenRow> analyse(const Analysis& a, const BreakevenOptions& options) {
+  std::vector<BreakevenRow> rows;
+  for (const std::string& spec : options.layouts) {
+    KvLayout layout = resolve_kv_layout(a.model, spec);
+    double bpt = static_cast<double>(layout.bytes_per_token());
+    CostModel cost = cost_for(a, options, bpt);
+    BreakevenRow row{layout.name, layout.bytes_per_token(), {}};
+    for (int64_t context : a.contexts) {
+      row.points.push_back(breakeven_at(cost, a.model.layers, bpt, context, options.new_tokens, a.paths));
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+nlohmann::json to_json(const Analysis& a, const BreakevenOptions& options, const std::vector<BreakevenRow>& rows) {
+  nlohmann::json out{{"model", a.model.name}, {"new_tokens", options.new_tokens}, {"layouts", nlohmann::json::array()}};
+  if (a.hardware) out["hardware"] = a.hardware->name;
+  for (const BreakevenRow& row : rows) {
+    nlohmann::json points = nlohmann::json::array();
+    for (const BreakevenPoint& p : row.points) {
+      nlohmann::json paths = nlohmann::json::array();
+      for (const PathVerdict& v : p.paths) {
+        paths.push_back({{"path", v.path}, {"load_seconds", v.load_seconds}, {"speedup_vs_recompute", v.speedup}});
+      }
+      points.push_back({{"prefix_tokens", p.prefix_tokens},
+                        {"prefill_seconds", p.prefill_seconds},
+                        {"prefill_tokens_per_s", p.prefill_tokens_per_s},
+                        {"breakeven_bytes_per_s", p.breakeven_bandwidth},
+                        {"breakeven_overlapped_bytes_per_s", p.breakeven_overlapped},
+                        {"paths", paths}});
+    }
+    out["layouts"].push_back({{"name", row.layout}, {"bytes_per_token", row.bytes_per_token}, {"points", points}});
+  }
+  return out;
+}
+
+void print_table(const Analysis& a, const BreakevenOptions& options, const std::vector<BreakevenRow>& rows) {
+  std::cout << a.model.name;
+  if (a.hardware) std::cout << " on " << a.hardware->name << " (" << a.hardware->gpu.count << " GPUs)";
+  std::cout << "; " << with_commas(options.new_tokens) << " new tokens per turn\n";
+  for (const LoadPath& path : a.paths) {
+    std::cout << "  " << path.name << ": " << format_bandwidth(path.bandwidth) << "\n";
+  }
+  for (const BreakevenRow& row : rows) {
+    std::cout << "\n" << row.layout << ": " << with_commas(row.bytes_per_token) << " B/token\n";
+    std::vector<std::string> headers{"prefix", "recompute", "prefill tok/s", "break-even", "overlapped"};
+    for (const LoadPath& path : a.paths) headers.push_back(path.name);
+    Table table(headers);
+    for (const BreakevenPoint& p : row.points) {
+      std::vector<std::string> cells{token_count(p.prefix_tokens), format_duration(p.prefill_seconds),
+                                     with_commas(static_cast<long long>(p.prefill_tokens_per_s)),
+                                     format_bandwidth(p.breakeven_bandwidth), format_bandwidth(p.breakeven_overlapped)};
+      for (const PathVerdict& v : p.paths) cells.push_back(verdict(v.speedup));
+      table.add_row(cells);
+    }
+    table.print(std::cout);
+    const BreakevenPoint& headline = row.points[row.points.size() / 2];
+    for (const PathVerdict& v : headline.paths) {
+      std::cout << v.path << ": " << (v.speedup >= 1 ? "load" : "recompute") << " wins by "
+                << fixed("%.1f", v.speedup >= 1 ? v.speedup : 1 / v.speedup) << "x at "
+                << token_count(headline.prefix_tokens) << " tokens\n";
+    }
+  }
+}
+
+void run_breakeven(const BreakevenOptions& options) {
+  Analysis a{parse_model_card(load_config(options.model, "models")), std::nullopt, {}, {}};
+  if (!options.hardware.empty()) {
+    a.hardware = parse_hardware(load_config(options.hardware, "configs/hardware"));
+    a.paths = load_paths(*a.hardware);
+  }
+  for (const std::string& c : options.contexts) a.contexts.push_back(parse_tokens(c));
+  std::vector<BreakevenRow> rows = analyse(a, options);
+  if (options.format == OutputFormat::kJson) {
+    std::cout << to_json(a, options, rows).dump(2) << "\n";
+  } else {
+    print_table(a, options, rows);
+  }
+}
+
+void add_breakeven_command(CLI::App& app) {
+  auto options = std::make_shared<BreakevenOptions>();
+  CLI::App* command =
+      app.add_subcommand("breakeven", "Bandwidth at which loading a cached prefix beats recomputing it");
+  command->add_option("--model", options->model, "Model card file or built-in name")->required();
+  auto* hardware = command->add_option("--hardware", options->hardware, "Hardware file or built-in name");
+  auto* rate = command->add_option("--prefill-tokens-per-s", options->prefill_tokens_per_s,
+                                   "A flat prefill rate instead of the FLOP cost model")
+                   ->check(CLI::PositiveNumber);
+  command->add_option("--kv", options->layouts, "KV presets or precision-map files")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--context", options->contexts, "Prefix lengths in tokens (4096, 32K, ...)")
+      ->delimiter(',')
+      ->capture_default_str();
+  command->add_option("--new-tokens", options->new_tokens, "New (uncached) tokens in the turn")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  add_format_option(*command, options->format);
+  command->callback([options, hardware, rate] {
+    if (hardware->count() == 0 && rate->count() == 0) {
+      throw ConfigError("breakeven: give --hardware FILE or --prefill-tokens-per-s N");
+    }
+    run_breakeven(*options);
+  });
+}
+
+const CommandRegistration registration(20, add_breakeven_command);
+
+}  // namespace
+}  // namespace kvtier

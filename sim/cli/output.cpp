@@ -1,0 +1,58 @@
+#include "output.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+
+namespace kvtier {
+
+void add_format_option(CLI::App& command, OutputFormat& format) {
+  std::map<std::string, OutputFormat> names{{"table", OutputFormat::kTable}, {"json", OutputFormat::kJson}};
+  command.add_option("--format", format, "Output format: table (default) or json")
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+}
+
+void Table::print(std::ostream& out) const {
+  std::vector<size_t> widths(headers_.size());
+  for (size_t c = 0; c < headers_.size(); ++c) widths[c] = headers_[c].size();
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  auto print_row = [&](const std::vector<std::string>& cells) {
+    for (size_t c = 0; c < widths.size(); ++c) {
+      const std::string& cell = c < cells.size() ? cells[c] : "";
+      out << (c == 0 ? std::left : std::right) << std::setw(static_cast<int>(widths[c])) << cell
+          << (c + 1 < widths.size() ? "  " : "\n");
+    }
+  };
+  print_row(headers_);
+  std::vector<std::string> rule;
+  for (size_t w : widths) rule.emplace_back(w, '-');
+  print_row(rule);
+  for (const auto& row : rows_) print_row(row);
+}
+
+std::string with_commas(long long value) {
+  std::string digits = std::to_string(value < 0 ? -value : value);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < 0 ? "-" + out : out;
+}
+
+std::string fixed(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value);
+  return buffer;
+}
+
+std::string token_count(long long tokens) {
+  if (tokens >= 1 << 20 && tokens % (1 << 20) == 0) return std::to_string(tokens >> 20) + "M";
+  if (tokens >= 1024 && tokens % 1024 == 0) return std::to_string(tokens >> 10) + "K";
+  return std::to_string(tokens);
+}
+
+}  // namespace kvtier

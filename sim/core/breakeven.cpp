@@ -1,0 +1,54 @@
+#include "breakeven.h"
+
+#include <algorithm>
+
+namespace kvtier {
+namespace {
+
+// Load time at which the layer-wise pipeline's hit time equals the miss time.
+double overlapped_breakeven_load(double miss, double suffix, int layers) {
+  double per_layer_compute = suffix / layers;
+  // While loading is the shorter stage, hit = load / n + suffix.
+  double load_if_compute_bound = (miss - suffix) * layers;
+  if (load_if_compute_bound / layers <= per_layer_compute) return load_if_compute_bound;
+  // Otherwise loading bounds the pipeline: hit = load + suffix / n.
+  return miss - per_layer_compute;
+}
+
+}  // namespace
+
+std::vector<LoadPath> load_paths(const HardwareConfig& hw) {
+  double gpus = hw.gpu.count;
+  double pcie = gpus * hw.pcie_h2d.bandwidth;
+  std::vector<LoadPath> paths;
+  paths.push_back({"DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency});
+  if (hw.nvme.drives > 0) {
+    double disks = hw.nvme.drives * hw.nvme.read_bandwidth;
+    std::string name = hw.nvme.gpudirect ? "NVMe (GPUDirect)" : "NVMe via DRAM";
+    paths.push_back({name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency});
+  }
+  if (hw.network.bandwidth > 0) {
+    paths.push_back({"remote pool", std::min(hw.network.bandwidth, pcie), hw.network.latency});
+  }
+  return paths;
+}
+
+BreakevenPoint breakeven_at(const CostModel& cost, int layers, double bytes_per_token, int64_t prefix_tokens,
+                            int64_t new_tokens, const std::vector<LoadPath>& paths) {
+  BreakevenPoint p;
+  p.prefix_tokens = prefix_tokens;
+  p.prefill_seconds = cost.prefill_seconds(0, prefix_tokens);
+  p.prefill_tokens_per_s = static_cast<double>(prefix_tokens) / p.prefill_seconds;
+  double bytes = bytes_per_token * static_cast<double>(prefix_tokens);
+  double miss = cost.prefill_seconds(0, prefix_tokens + new_tokens);
+  double suffix = cost.prefill_seconds(prefix_tokens, new_tokens);
+  p.breakeven_bandwidth = bytes / (miss - suffix);
+  p.breakeven_overlapped = bytes / overlapped_breakeven_load(miss, suffix, layers);
+  for (const LoadPath& path : paths) {
+    double load = path.latency + bytes / path.bandwidth;
+    p.paths.push_back({path.name, load, p.prefill_seconds / load});
+  }
+  return p;
+}
+
+}  // namespace kvtier

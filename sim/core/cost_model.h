@@ -1,0 +1,47 @@
+// The compute cost model shared by the break-even analysis and the serving simulation.
+//
+// Prefill of `new_tokens` after `cached_tokens` already in the KV cache costs
+//   linear FLOPs    2 × active_params × new_tokens
+//   attention FLOPs 2 × query_heads × (qk_dim + v_dim) × layers × Σ_{i=1..new} (cached + i)
+// over the achieved compute rate (GPUs × peak × prefill_mfu), floored by the time to stream the
+// weights and write the new KV through HBM. Decode reads the weights and every running request's KV
+// once per step (memory-bound), floored by its FLOPs. docs/cost-model.md derives each term.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "hardware.h"
+#include "model_card.h"
+
+namespace kvtier {
+
+class CostModel {
+ public:
+  // `kv_bytes_per_token` is that of the layout held in HBM, for the memory terms.
+  CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token);
+  // A flat prefill rate instead of the FLOP model (the --prefill-tokens-per-s what-if).
+  static CostModel fixed_prefill_rate(const ModelCard& model, double tokens_per_s, double kv_bytes_per_token);
+
+  double prefill_flops(int64_t cached_tokens, int64_t new_tokens) const;
+  double prefill_seconds(int64_t cached_tokens, int64_t new_tokens) const;
+  // Tokens per second when prefilling `tokens` from scratch.
+  double prefill_tokens_per_s(int64_t tokens) const;
+  // One decode step for `batch` sequences holding `context_tokens` tokens of KV between them.
+  double decode_step_seconds(int64_t batch, int64_t context_tokens) const;
+
+  double achieved_flops() const { return achieved_flops_; }
+  double achieved_hbm_bandwidth() const { return achieved_hbm_bandwidth_; }
+
+ private:
+  CostModel() = default;
+  double attention_flops_per_pair() const;
+
+  ModelCard model_;
+  double achieved_flops_ = 0;
+  double achieved_hbm_bandwidth_ = 0;
+  double kv_bytes_per_token_ = 0;
+  std::optional<double> fixed_rate_;
+};
+
+}  // namespace kvtier

@@ -1,0 +1,86 @@
+#include "hardware.h"
+
+namespace kvtier {
+namespace {
+
+double positive(const ConfigNode& node, std::string_view key, UnitKind kind) {
+  double value = node.quantity(key, kind);
+  if (value <= 0) node.child(key).fail("expected a positive value");
+  return value;
+}
+
+double fraction(const ConfigNode& node, std::string_view key, double fallback) {
+  double value = node.number(key, fallback);
+  if (value <= 0 || value > 1) node.child(key).fail("expected a fraction in (0, 1]");
+  return value;
+}
+
+GpuSpec parse_gpu(const ConfigNode& node) {
+  node.allow_keys({"model", "count", "hbm_capacity", "hbm_bandwidth", "bf16_dense", "fp8_dense", "prefill_mfu",
+                   "memory_bandwidth_efficiency"});
+  GpuSpec gpu;
+  gpu.model = node.string("model");
+  gpu.count = static_cast<int>(node.integer("count", 1));
+  if (gpu.count <= 0) node.child("count").fail("expected at least one GPU");
+  gpu.hbm_capacity = positive(node, "hbm_capacity", UnitKind::kBytes);
+  gpu.hbm_bandwidth = positive(node, "hbm_bandwidth", UnitKind::kBandwidth);
+  gpu.bf16_flops = positive(node, "bf16_dense", UnitKind::kFlopRate);
+  gpu.fp8_flops = node.quantity("fp8_dense", UnitKind::kFlopRate, gpu.bf16_flops);
+  gpu.prefill_mfu = fraction(node, "prefill_mfu", gpu.prefill_mfu);
+  gpu.memory_bandwidth_efficiency =
+      fraction(node, "memory_bandwidth_efficiency", gpu.memory_bandwidth_efficiency);
+  return gpu;
+}
+
+LinkSpec parse_link(const ConfigNode& node, std::string_view bandwidth_key) {
+  return {positive(node, bandwidth_key, UnitKind::kBandwidth), node.quantity("latency", UnitKind::kDuration, 0)};
+}
+
+NvmeSpec parse_nvme(const ConfigNode& node) {
+  node.allow_keys({"drives", "capacity", "read_bandwidth", "write_bandwidth", "latency", "gpudirect"});
+  NvmeSpec nvme;
+  nvme.drives = static_cast<int>(node.integer("drives", 1));
+  if (nvme.drives < 0) node.child("drives").fail("expected a drive count of 0 or more");
+  if (nvme.drives == 0) return nvme;
+  nvme.capacity = positive(node, "capacity", UnitKind::kBytes);
+  nvme.read_bandwidth = positive(node, "read_bandwidth", UnitKind::kBandwidth);
+  nvme.write_bandwidth = positive(node, "write_bandwidth", UnitKind::kBandwidth);
+  nvme.latency = node.quantity("latency", UnitKind::kDuration, 0);
+  nvme.gpudirect = node.boolean("gpudirect", false);
+  return nvme;
+}
+
+}  // namespace
+
+double HardwareConfig::peak_flops(const std::string& weight_dtype) const {
+  return weight_dtype == "fp8" || weight_dtype == "fp4" || weight_dtype == "int4" ? gpu.fp8_flops
+                                                                                  : gpu.bf16_flops;
+}
+
+HardwareConfig parse_hardware(const ConfigNode& root) {
+  root.allow_keys({"name", "source", "gpu", "host", "pcie", "nvme", "network"});
+  HardwareConfig hw;
+  hw.name = root.string("name");
+  hw.gpu = parse_gpu(root.child("gpu"));
+
+  ConfigNode host = root.child("host");
+  host.allow_keys({"dram_capacity", "dram_bandwidth"});
+  hw.dram_capacity = positive(host, "dram_capacity", UnitKind::kBytes);
+  hw.dram_bandwidth = positive(host, "dram_bandwidth", UnitKind::kBandwidth);
+
+  ConfigNode pcie = root.child("pcie");
+  pcie.allow_keys({"h2d_bandwidth", "d2h_bandwidth", "latency"});
+  hw.pcie_h2d = parse_link(pcie, "h2d_bandwidth");
+  hw.pcie_d2h = parse_link(pcie, "d2h_bandwidth");
+
+  if (auto nvme = root.optional_child("nvme")) hw.nvme = parse_nvme(*nvme);
+  if (auto network = root.optional_child("network")) {
+    network->allow_keys({"bandwidth", "latency"});
+    hw.network = parse_link(*network, "bandwidth");
+  }
+  return hw;
+}
+
+HardwareConfig load_hardware(const std::string& path) { return parse_hardware(ConfigNode::load_file(path)); }
+
+}  // namespace kvtier

@@ -1,0 +1,53 @@
+// A node's hardware, from configs/hardware/*.yaml: GPUs with their HBM and compute, host DRAM, PCIe
+// per GPU and direction, NVMe drives, and a network link to a remote KV pool.
+#pragma once
+
+#include <string>
+
+#include "config.h"
+
+namespace kvtier {
+
+struct GpuSpec {
+  std::string model;
+  int count = 1;
+  double hbm_capacity = 0;   // bytes per GPU
+  double hbm_bandwidth = 0;  // bytes/s per GPU
+  double bf16_flops = 0;     // dense FLOP/s per GPU
+  double fp8_flops = 0;
+  double prefill_mfu = 0.5;                 // achieved / peak FLOP/s during prefill
+  double memory_bandwidth_efficiency = 0.8;  // achieved / peak HBM bandwidth during decode
+};
+
+struct LinkSpec {
+  double bandwidth = 0;  // bytes/s
+  double latency = 0;    // seconds
+};
+
+struct NvmeSpec {
+  int drives = 0;
+  double capacity = 0;         // bytes per drive
+  double read_bandwidth = 0;   // bytes/s per drive
+  double write_bandwidth = 0;  // bytes/s per drive
+  double latency = 0;
+  bool gpudirect = false;  // GPUDirect Storage: NVMe straight to HBM, skipping the DRAM bounce
+};
+
+struct HardwareConfig {
+  std::string name;
+  GpuSpec gpu;
+  double dram_capacity = 0;   // bytes per node
+  double dram_bandwidth = 0;  // bytes/s per node
+  LinkSpec pcie_h2d;          // per GPU
+  LinkSpec pcie_d2h;          // per GPU
+  NvmeSpec nvme;
+  LinkSpec network;  // to a remote KV pool; bandwidth 0 when there is none
+
+  // Dense FLOP/s per GPU for weights of this dtype (fp8 weights run fp8 GEMMs).
+  double peak_flops(const std::string& weight_dtype) const;
+};
+
+HardwareConfig load_hardware(const std::string& path);
+HardwareConfig parse_hardware(const ConfigNode& root);
+
+}  // namespace kvtier

@@ -1,0 +1,180 @@
+#include "kv_layout.h"
+
+#include <filesystem>
+#include <map>
+
+namespace kvtier {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// A group-quantized vector of `elements` 4-bit values plus a scale (and zero) per group.
+int64_t int4_group_bytes(int64_t elements, const Encoding& e) {
+  int64_t groups = ceil_div(elements, e.group_size);
+  return ceil_div(elements, 2) + groups * e.scale_bytes * (e.zero_point ? 2 : 1);
+}
+
+Encoding int4(int group_size) {
+  Encoding e;
+  e.kind = EncodingKind::kInt4Group;
+  e.group_size = group_size;
+  return e;
+}
+
+Encoding of_kind(EncodingKind kind) {
+  Encoding e;
+  e.kind = kind;
+  return e;
+}
+
+Encoding parse_encoding(const ConfigNode& node) {
+  if (node.is_scalar()) {
+    std::string name = node.as_string();
+    if (name == "bf16") return of_kind(EncodingKind::kBf16);
+    if (name == "fp8") return of_kind(EncodingKind::kFp8);
+    if (name == "int4") return int4(32);
+    if (name == "turboquant4") return of_kind(EncodingKind::kTurboQuant4);
+    node.fail("expected an encoding: bf16, fp8, int4 or turboquant4; got '" + name + "'");
+  }
+  node.allow_keys({"kind", "group_size", "scale_dtype", "zero_point", "slot_align"});
+  Encoding e = parse_encoding(node.child("kind"));
+  e.group_size = static_cast<int>(node.integer("group_size", e.group_size));
+  if (e.group_size <= 0) node.child("group_size").fail("expected a positive group size");
+  std::string scale = node.string("scale_dtype", "fp16");
+  if (scale != "fp16" && scale != "bf16" && scale != "fp32") {
+    node.child("scale_dtype").fail("expected fp16, bf16 or fp32; got '" + scale + "'");
+  }
+  e.scale_bytes = scale == "fp32" ? 4 : 2;
+  e.zero_point = node.boolean("zero_point", e.zero_point);
+  e.slot_align = static_cast<int>(node.integer("slot_align", e.slot_align));
+  if (e.slot_align <= 0) node.child("slot_align").fail("expected a positive alignment in bytes");
+  return e;
+}
+
+}  // namespace
+
+std::string Encoding::name() const {
+  switch (kind) {
+    case EncodingKind::kBf16:
+      return "bf16";
+    case EncodingKind::kFp8:
+      return "fp8";
+    case EncodingKind::kInt4Group:
+      return "int4-g" + std::to_string(group_size);
+    case EncodingKind::kTurboQuant4:
+      return "turboquant4";
+  }
+  return "?";
+}
+
+int64_t turboquant_slot_bytes(int head_dim, int slot_align) {
+  int64_t packed = ceil_div(head_dim, 2);
+  int64_t raw = packed + 2 /* K norm */ + packed + 2 /* V scale */ + 2 /* V zero */;
+  return ceil_div(raw, slot_align) * slot_align;
+}
+
+int64_t bytes_per_token_per_layer(const ModelCard& model, const Encoding& e) {
+  int64_t elements = model.kv_elements_per_layer();
+  switch (e.kind) {
+    case EncodingKind::kBf16:
+      return elements * 2;
+    case EncodingKind::kFp8:
+      return elements;
+    case EncodingKind::kInt4Group:
+      if (model.attention == AttentionKind::kMla) return int4_group_bytes(elements, e);
+      return 2LL * model.kv_heads * int4_group_bytes(model.head_dim, e);
+    case EncodingKind::kTurboQuant4:
+      if (model.attention == AttentionKind::kMla) {
+        throw ConfigError(model.name + ": the turboquant4 slot is defined per KV head; MLA has none");
+      }
+      return model.kv_heads * turboquant_slot_bytes(model.head_dim, e.slot_align);
+  }
+  return 0;
+}
+
+int64_t KvLayout::bytes_per_token() const {
+  int64_t total = 0;
+  for (const LayerGroup& g : groups) total += g.bytes_per_token();
+  return total;
+}
+
+double KvLayout::compression_vs_bf16(const ModelCard& model) const {
+  double bf16 = static_cast<double>(bytes_per_token_per_layer(model, Encoding{})) * model.layers;
+  return bf16 / static_cast<double>(bytes_per_token());
+}
+
+KvLayout build_layout(const ModelCard& model, const PrecisionMap& map, std::string name) {
+  int first = map.first_boundary_layers;
+  int last = map.last_boundary_layers;
+  if (first < 0 || last < 0 || first + last > model.layers) {
+    throw ConfigError(name + ": " + std::to_string(first) + " + " + std::to_string(last) +
+                      " boundary layers do not fit in " + model.name + "'s " + std::to_string(model.layers) +
+                      " layers");
+  }
+  KvLayout layout{std::move(name), {}};
+  auto add = [&](int begin, int count, const Encoding& e) {
+    if (count == 0) return;
+    layout.groups.push_back({begin, count, e, bytes_per_token_per_layer(model, e)});
+  };
+  add(0, first, map.boundary);
+  add(first, model.layers - first - last, map.body);
+  add(model.layers - last, last, map.boundary);
+  return layout;
+}
+
+std::vector<std::string> kv_preset_names() {
+  return {"bf16", "fp8", "int4", "int4-g128", "turboquant4", "turboquant4-all"};
+}
+
+std::optional<PrecisionMap> kv_preset(const std::string& name) {
+  PrecisionMap map;
+  if (name == "bf16") {
+    map.body = of_kind(EncodingKind::kBf16);
+  } else if (name == "fp8") {
+    map.body = of_kind(EncodingKind::kFp8);
+  } else if (name == "int4") {
+    map.body = int4(32);
+  } else if (name == "int4-g128") {
+    map.body = int4(128);
+  } else if (name == "turboquant4" || name == "turboquant4-all") {
+    map.body = of_kind(EncodingKind::kTurboQuant4);
+    int boundary = name == "turboquant4" ? 2 : 0;
+    map.first_boundary_layers = boundary;
+    map.last_boundary_layers = boundary;
+  } else {
+    return std::nullopt;
+  }
+  return map;
+}
+
+PrecisionMap parse_precision_map(const ConfigNode& node) {
+  if (node.is_scalar()) {
+    std::string name = node.as_string();
+    if (auto preset = kv_preset(name)) return *preset;
+    std::string hint = closest_match(name, kv_preset_names());
+    node.fail("unknown KV preset '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+  node.allow_keys({"encoding", "boundary_layers"});
+  PrecisionMap map;
+  map.body = parse_encoding(node.child("encoding"));
+  if (auto boundary = node.optional_child("boundary_layers")) {
+    boundary->allow_keys({"first", "last", "encoding"});
+    map.first_boundary_layers = static_cast<int>(boundary->integer("first", 0));
+    map.last_boundary_layers = static_cast<int>(boundary->integer("last", 0));
+    if (boundary->has("encoding")) map.boundary = parse_encoding(boundary->child("encoding"));
+  }
+  return map;
+}
+
+KvLayout resolve_kv_layout(const ModelCard& model, const std::string& spec) {
+  if (auto preset = kv_preset(spec)) return build_layout(model, *preset, spec);
+  if (std::filesystem::exists(spec)) {
+    ConfigNode root = ConfigNode::load_file(spec);
+    return build_layout(model, parse_precision_map(root.child("kv")), spec);
+  }
+  std::string hint = closest_match(spec, kv_preset_names());
+  throw ConfigError("--kv: '" + spec + "' is neither a preset nor a file" +
+                    (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+}
+
+}  // namespace kvtier

@@ -1,0 +1,25 @@
+// A request as every part of kvtier sees it: the trace readers produce it, the replay drivers issue it,
+// the cache model and the serving engine consume it.
+//
+// block_ids is the request's prefix chain in the scenario's block size: block i covers tokens
+// [i × block_tokens, (i + 1) × block_tokens) of the input, and equal ids mean equal content *and* equal
+// prefix (an id names the whole chain up to and including its block). The last block may be partial.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace kvtier {
+
+struct Request {
+  uint64_t id = 0;               // unique within a replay, in issue order
+  double arrival_s = 0;          // open loop: offset from the trace start
+  int64_t session_id = -1;       // -1 when the trace has no sessions
+  int32_t turn = 0;              // 0-based turn within the session
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  double think_time_s = 0;       // closed loop: pause after this turn completes, before the next
+  std::vector<uint64_t> block_ids;
+};
+
+}  // namespace kvtier
