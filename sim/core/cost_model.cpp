@@ -30,13 +30,22 @@ double CostModel::prefill_flops(int64_t cached_tokens, int64_t new_tokens) const
   return 2.0 * model_.active_params * n + attention_flops_per_pair() * pairs;
 }
 
+double CostModel::decode_flops(int64_t batch, int64_t context_tokens) const {
+  return 2.0 * model_.active_params * static_cast<double>(batch) +
+         attention_flops_per_pair() * static_cast<double>(context_tokens);
+}
+
+double CostModel::step_seconds(double flops, double kv_bytes, int64_t tokens) const {
+  if (tokens <= 0) return 0;
+  if (fixed_rate_) return static_cast<double>(tokens) / *fixed_rate_;
+  double weight_bytes =
+      std::min(model_.total_params, model_.active_params * static_cast<double>(tokens)) * model_.weight_bytes_per_param;
+  return std::max(flops / achieved_flops_, (weight_bytes + kv_bytes) / achieved_hbm_bandwidth_);
+}
+
 double CostModel::prefill_seconds(int64_t cached_tokens, int64_t new_tokens) const {
-  if (new_tokens <= 0) return 0;
-  if (fixed_rate_) return static_cast<double>(new_tokens) / *fixed_rate_;
-  double compute = prefill_flops(cached_tokens, new_tokens) / achieved_flops_;
-  double memory = (model_.weight_bytes() + kv_bytes_per_token_ * static_cast<double>(cached_tokens + new_tokens)) /
-                  achieved_hbm_bandwidth_;
-  return std::max(compute, memory);
+  double kv_bytes = kv_bytes_per_token_ * static_cast<double>(cached_tokens + new_tokens);
+  return step_seconds(prefill_flops(cached_tokens, new_tokens), kv_bytes, new_tokens);
 }
 
 double CostModel::prefill_tokens_per_s(int64_t tokens) const {
@@ -44,16 +53,8 @@ double CostModel::prefill_tokens_per_s(int64_t tokens) const {
 }
 
 double CostModel::decode_step_seconds(int64_t batch, int64_t context_tokens) const {
-  if (batch <= 0) return 0;
-  double b = static_cast<double>(batch);
-  if (fixed_rate_) return b / *fixed_rate_;
-  // A MoE step touches at most every expert, at least the active ones for each sequence.
-  double weight_bytes =
-      std::min(model_.total_params, model_.active_params * b) * model_.weight_bytes_per_param;
-  double kv_bytes = kv_bytes_per_token_ * static_cast<double>(context_tokens);
-  double memory = (weight_bytes + kv_bytes) / achieved_hbm_bandwidth_;
-  double flops = 2.0 * model_.active_params * b + attention_flops_per_pair() * static_cast<double>(context_tokens);
-  return std::max(memory, flops / achieved_flops_);
+  return step_seconds(decode_flops(batch, context_tokens), kv_bytes_per_token_ * static_cast<double>(context_tokens),
+                      batch);
 }
 
 }  // namespace kvtier

@@ -4,8 +4,9 @@
 //   linear FLOPs    2 × active_params × new_tokens
 //   attention FLOPs 2 × query_heads × (qk_dim + v_dim) × layers × Σ_{i=1..new} (cached + i)
 // over the achieved compute rate (GPUs × peak × prefill_mfu), floored by the time to stream the
-// weights and write the new KV through HBM. Decode reads the weights and every running request's KV
-// once per step (memory-bound), floored by its FLOPs. docs/cost-model.md derives each term.
+// weights touched and the KV through HBM. Decode reads the weights and every running request's KV
+// once per step (memory-bound), floored by its FLOPs. A mixed step (chunked prefill beside decode)
+// adds up the FLOPs and bytes of both and takes the larger of the two times. docs/cost-model.md derives each term.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +30,12 @@ class CostModel {
   double prefill_tokens_per_s(int64_t tokens) const;
   // One decode step for `batch` sequences holding `context_tokens` tokens of KV between them.
   double decode_step_seconds(int64_t batch, int64_t context_tokens) const;
+  double decode_flops(int64_t batch, int64_t context_tokens) const;
+
+  // One engine step of mixed work: `flops` of compute, `kv_bytes` of KV read or written, `tokens` tokens
+  // processed (a MoE step touches at most every expert, at least the active ones for each token).
+  double step_seconds(double flops, double kv_bytes, int64_t tokens) const;
+  double kv_bytes_per_token() const { return kv_bytes_per_token_; }
 
   double achieved_flops() const { return achieved_flops_; }
   double achieved_hbm_bandwidth() const { return achieved_hbm_bandwidth_; }

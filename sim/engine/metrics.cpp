@@ -1,0 +1,109 @@
+#include "metrics.h"
+
+#include <algorithm>
+#include <cmath>
+#include <iomanip>
+
+namespace kvtier {
+namespace {
+
+nlohmann::json percentiles(const std::vector<double>& values) {
+  if (values.empty()) return nullptr;
+  return {{"p50", percentile(values, 0.50)}, {"p95", percentile(values, 0.95)}, {"p99", percentile(values, 0.99)},
+          {"mean", [&] {
+             double sum = 0;
+             for (double v : values) sum += v;
+             return sum / static_cast<double>(values.size());
+           }()}};
+}
+
+}  // namespace
+
+double RequestRecord::tpot() const {
+  if (output_tokens <= 1) return 0;
+  return (completion_s - first_token_s) / static_cast<double>(output_tokens - 1);
+}
+
+double percentile(std::vector<double> values, double q) {
+  std::sort(values.begin(), values.end());
+  double rank = q * static_cast<double>(values.size() - 1);
+  size_t low = static_cast<size_t>(std::floor(rank));
+  size_t high = std::min(low + 1, values.size() - 1);
+  return values[low] + (rank - static_cast<double>(low)) * (values[high] - values[low]);
+}
+
+nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::vector<std::string>& tier_names,
+                         const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
+                         const Slo& slo, double window_s) {
+  std::vector<double> ttft, tpot, e2e;
+  int64_t completed = 0, good = 0, input_tokens = 0, recomputed = 0, preemptions = 0;
+  std::vector<int64_t> hits(tier_names.size(), 0);
+  for (const RequestRecord& r : records) {
+    if (r.first_token_s >= 0) ttft.push_back(r.ttft());
+    if (!r.completed()) continue;
+    ++completed;
+    if (r.output_tokens > 1) tpot.push_back(r.tpot());
+    e2e.push_back(r.completion_s - r.arrival_s);
+    bool in_window = r.completion_s <= window_s;
+    if (in_window && r.ttft() <= slo.ttft_s && r.tpot() <= slo.tpot_s) ++good;
+    input_tokens += r.input_tokens;
+    recomputed += r.recomputed_tokens;
+    preemptions += r.preemptions;
+    for (size_t t = 0; t < hits.size() && t < r.hit_tokens.size(); ++t) hits[t] += r.hit_tokens[t];
+  }
+  nlohmann::json hit_rate = nlohmann::json::object();
+  int64_t hit_total = 0;
+  for (size_t t = 0; t < hits.size(); ++t) {
+    hit_total += hits[t];
+    hit_rate[tier_names[t]] = input_tokens > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input_tokens) : 0;
+  }
+  nlohmann::json links = nlohmann::json::object();
+  for (size_t l = 0; l < link_names.size(); ++l) links[link_names[l]] = link_bytes[l];
+  return {{"requests_issued", records.size()},
+          {"requests_completed", completed},
+          {"goodput_requests", good},
+          {"window_s", window_s},
+          {"slo", {{"ttft_s", slo.ttft_s}, {"tpot_s", slo.tpot_s}}},
+          {"ttft_s", percentiles(ttft)},
+          {"tpot_s", percentiles(tpot)},
+          {"e2e_s", percentiles(e2e)},
+          {"input_tokens", input_tokens},
+          {"hit_rate_tokens", hit_rate},
+          {"hit_rate_total", input_tokens > 0 ? static_cast<double>(hit_total) / static_cast<double>(input_tokens) : 0},
+          {"recomputed_tokens", recomputed},
+          {"preemptions", preemptions},
+          {"link_bytes", links}};
+}
+
+void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
+                        const std::vector<std::string>& tier_names) {
+  out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
+         "input_tokens,output_tokens";
+  for (const std::string& t : tier_names) out << ",hit_tokens_" << t;
+  out << ",recomputed_tokens,preemptions\n";
+  out << std::setprecision(9);
+  for (const RequestRecord& r : records) {
+    double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
+    out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ',' << r.load_wait_s
+        << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
+        << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
+    for (size_t t = 0; t < tier_names.size(); ++t) out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
+    out << ',' << r.recomputed_tokens << ',' << r.preemptions << '\n';
+  }
+}
+
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
+                          const std::vector<std::string>& link_names, const std::vector<std::string>& tier_names) {
+  out << "time_s,hbm_used_bytes,hbm_cache_bytes,queued,running";
+  for (const std::string& l : link_names) out << ",util_" << l;
+  for (const std::string& t : tier_names) out << ",hit_rate_" << t;
+  out << '\n' << std::setprecision(9);
+  for (const TimeSample& s : samples) {
+    out << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ',' << s.running;
+    for (double u : s.link_utilisation) out << ',' << u;
+    for (double h : s.tier_hit_rate) out << ',' << h;
+    out << '\n';
+  }
+}
+
+}  // namespace kvtier

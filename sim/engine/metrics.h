@@ -1,0 +1,64 @@
+// What a serving simulation measures: one record per request, samples over time, and the summary
+// (latency percentiles, goodput under SLOs, hit rate per tier, recomputed tokens, bytes per link).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kvtier {
+
+struct RequestRecord {
+  uint64_t id = 0;
+  int64_t session_id = -1;
+  int32_t turn = 0;
+  double arrival_s = 0;
+  double admitted_s = -1;     // left the queue: its KV was placed in HBM
+  double load_wait_s = 0;     // waiting for cached KV to arrive from lower tiers
+  double prefill_start_s = -1;
+  double first_token_s = -1;
+  double completion_s = -1;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  std::vector<int64_t> hit_tokens;  // per tier, tier 0 = HBM
+  int64_t recomputed_tokens = 0;    // prefilled rather than loaded
+  int32_t preemptions = 0;
+
+  bool completed() const { return completion_s >= 0; }
+  double ttft() const { return first_token_s - arrival_s; }
+  // Time per output token after the first.
+  double tpot() const;
+};
+
+struct TimeSample {
+  double time_s = 0;
+  double hbm_used_bytes = 0;
+  double hbm_cache_bytes = 0;  // cached, unpinned prefix blocks
+  int64_t queued = 0;
+  int64_t running = 0;
+  std::vector<double> link_utilisation;
+  std::vector<double> tier_hit_rate;  // over the requests admitted since the previous sample
+};
+
+struct Slo {
+  double ttft_s = 2.0;
+  double tpot_s = 0.1;
+};
+
+// Linear interpolation between closest ranks (numpy's default). REQUIRES: 0 <= q <= 1.
+double percentile(std::vector<double> values, double q);
+
+// Every figure of the summary, for summary.json and --format json. Goodput counts the requests that
+// completed inside the window and met both SLOs.
+nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::vector<std::string>& tier_names,
+                     const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
+                     const Slo& slo, double window_s);
+
+void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
+                        const std::vector<std::string>& tier_names);
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
+                          const std::vector<std::string>& link_names, const std::vector<std::string>& tier_names);
+
+}  // namespace kvtier
