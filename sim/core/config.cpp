@@ -68,6 +68,39 @@ ConfigNode ConfigNode::load_string(const std::string& text, const std::string& n
   }
 }
 
+namespace {
+
+// One step of a --set path: "tiers[1]" is the key "tiers" and the list index 1.
+struct PathStep {
+  std::string key;
+  int index = -1;
+};
+
+std::vector<PathStep> parse_set_path(std::string_view dotted_path) {
+  std::vector<PathStep> steps;
+  std::string_view rest = dotted_path;
+  while (true) {
+    size_t dot = rest.find('.');
+    std::string_view part = rest.substr(0, dot);
+    PathStep step;
+    size_t bracket = part.find('[');
+    step.key = std::string(part.substr(0, bracket));
+    if (bracket != std::string_view::npos) {
+      std::string_view index = part.substr(bracket + 1);
+      if (index.empty() || index.back() != ']' || index.size() < 2) step.key.clear();
+      else if (std::from_chars(index.data(), index.data() + index.size() - 1, step.index).ec != std::errc()) step.key.clear();
+    }
+    if (step.key.empty()) {
+      throw ConfigError("--set " + std::string(dotted_path) + ": expected a key path such as cache.tiers[1].capacity");
+    }
+    steps.push_back(step);
+    if (dot == std::string_view::npos) return steps;
+    rest.remove_prefix(dot + 1);
+  }
+}
+
+}  // namespace
+
 void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) {
   YAML::Node value;
   try {
@@ -75,23 +108,35 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) 
   } catch (const YAML::Exception& e) {
     throw ConfigError("--set " + std::string(dotted_path) + ": invalid value: " + e.msg);
   }
+  auto fail = [&](const std::string& what) { throw ConfigError("--set " + std::string(dotted_path) + ": " + what); };
   // yaml-cpp's operator[] returns handles that alias the tree, so walking with copies edits in place.
   YAML::Node cursor = node_;
-  std::string_view rest = dotted_path;
-  while (true) {
-    size_t dot = rest.find('.');
-    std::string key(rest.substr(0, dot));
-    if (key.empty()) throw ConfigError("--set " + std::string(dotted_path) + ": empty key in path");
-    if (dot == std::string_view::npos) {
-      cursor[key] = value;
+  std::vector<PathStep> steps = parse_set_path(dotted_path);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PathStep& step = steps[i];
+    bool last = i + 1 == steps.size();
+    if (cursor[step.key] && !cursor[step.key].IsMap() && !(step.index >= 0 && cursor[step.key].IsSequence()) &&
+        !(last && step.index < 0)) {
+      fail("'" + step.key + "' is not a mapping");
+    }
+    YAML::Node next = cursor[step.key];
+    if (step.index >= 0) {
+      if (!next.IsSequence() || static_cast<size_t>(step.index) >= next.size()) {
+        fail("'" + step.key + "' has no element " + std::to_string(step.index));
+      }
+      if (last) {
+        next[step.index] = value;
+        return;
+      }
+      YAML::Node element = next[step.index];
+      cursor.reset(element);
+      continue;
+    }
+    if (last) {
+      cursor[step.key] = value;
       return;
     }
-    if (cursor[key] && !cursor[key].IsMap()) {
-      throw ConfigError("--set " + std::string(dotted_path) + ": '" + key + "' is not a mapping");
-    }
-    YAML::Node next = cursor[key];
     cursor.reset(next);
-    rest.remove_prefix(dot + 1);
   }
 }
 

@@ -33,7 +33,8 @@ class ConfigNode {
   static ConfigNode load_file(const std::string& path);
   static ConfigNode load_string(const std::string& text, const std::string& name);
 
-  // Sets `dotted.key.path` to a YAML scalar or flow value (the CLI's --set key=value), creating maps.
+  // Sets `dotted.key.path` (list elements as `key[i]`) to a YAML scalar or flow value (the CLI's
+  // --set key=value), creating maps on the way.
   void set(std::string_view dotted_path, std::string_view yaml_value);
 
   bool has(std::string_view key) const;

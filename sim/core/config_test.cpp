@@ -55,6 +55,14 @@ TEST(Config, SetOverridesNestedKeys) {
   EXPECT_THROW(root.set("gpu.count.x", "1"), ConfigError);
 }
 
+TEST(Config, SetReachesIntoLists) {
+  ConfigNode root = ConfigNode::load_string("tiers:\n  - {name: hbm}\n  - {name: dram, capacity: 1GiB}\n", "s.yaml");
+  root.set("tiers[1].capacity", "2TiB");
+  EXPECT_EQ(root.child("tiers").elements()[1].string("capacity"), "2TiB");
+  EXPECT_THROW(root.set("tiers[2].capacity", "1GiB"), ConfigError);
+  EXPECT_THROW(root.set("tiers[x].capacity", "1GiB"), ConfigError);
+}
+
 TEST(Config, ModelCardRejectsNonsense) {
   std::string card = "name: m\nlayers: 0\nhidden_size: 8\nquery_heads: 1\n"
                      "attention: {kind: gqa, kv_heads: 1, head_dim: 8}\ntotal_params: 1e9\n";
