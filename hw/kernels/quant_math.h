@@ -1,0 +1,118 @@
+// Scalar arithmetic shared by the CPU references and the GPU kernels of the 4-bit encodings.
+//
+// Every function here is compiled for the host (plain C++) and, under nvcc or hipcc, for the device
+// too, so the references and the kernels round the same values the same way; with floating-point
+// contraction off on both (hw/CMakeLists.txt), their outputs are bit-identical. The bf16 and fp16
+// conversions are written out because they must exist on the host without a GPU toolchain and agree
+// bit for bit with the device (round to nearest even; fp16 saturates at +-65504, as a stored scale
+// must not become infinite).
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define KVTIER_HD __host__ __device__ inline
+#else
+#include <bit>
+#define KVTIER_HD inline
+#endif
+
+namespace kvtier::hw {
+
+KVTIER_HD uint32_t float_bits(float f) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __float_as_uint(f);
+#else
+  return std::bit_cast<uint32_t>(f);
+#endif
+}
+
+KVTIER_HD float bits_float(uint32_t u) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __uint_as_float(u);
+#else
+  return std::bit_cast<float>(u);
+#endif
+}
+
+KVTIER_HD float bf16_to_float(uint16_t h) {
+  return bits_float(static_cast<uint32_t>(h) << 16);
+}
+
+KVTIER_HD uint16_t float_to_bf16(float f) {
+  uint32_t u = float_bits(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return static_cast<uint16_t>(u >> 16);
+}
+
+KVTIER_HD float fp16_to_float(uint16_t h) {
+  uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exponent = (h >> 10) & 0x1fu;
+  uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {
+    float magnitude = static_cast<float>(mantissa) * 5.9604644775390625e-8f;  // subnormal: m * 2^-24
+    return sign != 0 ? -magnitude : magnitude;
+  }
+  if (exponent == 31) return bits_float(sign | 0x7f800000u | (mantissa << 13));
+  return bits_float(sign | ((exponent + 112u) << 23) | (mantissa << 13));
+}
+
+KVTIER_HD uint16_t float_to_fp16(float f) {
+  uint32_t u = float_bits(f);
+  uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  uint32_t magnitude = u & 0x7fffffffu;
+  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (magnitude >= 0x477fe000u) return sign | 0x7bffu;  // >= 65504: saturate
+  if (magnitude >= 0x38800000u) {                       // normal in fp16
+    uint32_t rebiased = magnitude - 0x38000000u;        // exponent 127 -> 15 bias
+    rebiased += 0xfffu + ((rebiased >> 13) & 1u);
+    return sign | static_cast<uint16_t>(rebiased >> 13);
+  }
+  uint32_t shift = 126u - (magnitude >> 23);  // subnormal: value / 2^-24
+  if (shift > 24u) return sign;
+  uint32_t significand = (magnitude & 0x7fffffu) | 0x800000u;
+  uint32_t result = significand >> shift;
+  uint32_t remainder = significand & ((1u << shift) - 1u);
+  uint32_t half = 1u << (shift - 1u);
+  if (remainder > half || (remainder == half && (result & 1u) != 0)) ++result;
+  return sign | static_cast<uint16_t>(result);
+}
+
+// +1 or -1: the random sign of coordinate `i` in TurboQuant's rotation (a 32-bit integer hash of the
+// seed and the index; the same on host and device).
+KVTIER_HD float rotation_sign(uint32_t seed, uint32_t i) {
+  uint32_t h = i * 0x9e3779b1u ^ seed;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return (h & 1u) != 0 ? -1.0f : 1.0f;
+}
+
+// Index of the codebook cell holding z: the number of the 15 ascending `boundaries` strictly below z
+// (a 4-step binary search).
+KVTIER_HD uint32_t codebook_index(const float* boundaries, float z) {
+  uint32_t index = 0;
+  for (uint32_t step = 8; step > 0; step >>= 1) {
+    if (z > boundaries[index + step - 1]) index += step;
+  }
+  return index;
+}
+
+// Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale: round((x - zero) / scale)
+// clamped to [0, 15]; 0 where the scale is 0 (a constant group).
+KVTIER_HD uint32_t affine_nibble(float x, float zero, float scale) {
+  if (!(scale > 0.0f)) return 0;
+  float q = (x - zero) / scale + 0.5f;
+  if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
+  uint32_t n = static_cast<uint32_t>(q);
+  return n > 15u ? 15u : n;
+}
+
+KVTIER_HD float affine_value(uint32_t nibble, float zero, float scale) {
+  return static_cast<float>(nibble) * scale + zero;
+}
+
+}  // namespace kvtier::hw
