@@ -1,0 +1,60 @@
+// Eviction policies: which evictable block of one tier goes next.
+//
+// A policy sees the blocks of one tier by slot and keeps its own order (recency, frequency, queues,
+// ghost history). The tier tells it what happens: a block is stored (insert), referenced again (hit),
+// held out of reach while a running request pins it or, with prefix-aware eviction, while a child is
+// cached below it (hold/unhold), and removed (erase). victim() names the block to evict next among those
+// not held; it never removes anything itself, so the tier can emit the event and then call erase().
+//
+// Holding instead of skipping keeps every operation O(1) (LFU: O(log distinct frequencies)) however many
+// blocks running requests pin. A held block keeps its history and re-enters where a fresh reference would
+// put it: LRU at the most-recent end, LFU in its frequency bucket, ARC in T1 or T2, S3-FIFO at the head of
+// the queue it was in.
+//
+// Policies: LRU; LFU (ties broken by recency, frequency forgotten on eviction); ARC (Megiddo and Modha,
+// FAST'03: recency list T1, frequency list T2, ghost lists B1/B2 adapting the target size of T1);
+// S3-FIFO (Yang et al., SOSP'23: a small FIFO of 10 % of capacity, a main FIFO with 2-bit frequency and
+// reinsertion, a ghost FIFO that sends returning blocks straight to main).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "slot_lists.h"
+
+namespace kvtier {
+
+enum class PolicyKind { kLru, kLfu, kArc, kS3Fifo };
+
+// "lru", "lfu", "arc", "s3fifo"
+std::string policy_name(PolicyKind kind);
+std::vector<std::string> policy_names();
+// Returns false when `name` is not a policy.
+bool parse_policy_name(const std::string& name, PolicyKind& out);
+
+class EvictionPolicy {
+ public:
+  virtual ~EvictionPolicy() = default;
+
+  // The tier's capacity in blocks; ARC and S3-FIFO size their lists from it.
+  virtual void set_capacity(int64_t blocks) = 0;
+  // REQUIRES: `slot` is not in the tier. It becomes resident and evictable.
+  virtual void insert(uint32_t slot) = 0;
+  // REQUIRES: `slot` is resident (held or not). Records a reference.
+  virtual void hit(uint32_t slot) = 0;
+  // REQUIRES: resident and evictable. Takes it out of victim()'s reach, keeping its history.
+  virtual void hold(uint32_t slot) = 0;
+  // REQUIRES: resident and held. Makes it evictable again.
+  virtual void unhold(uint32_t slot) = 0;
+  // REQUIRES: resident (held or not). It leaves the tier; ghost-keeping policies remember it.
+  virtual void erase(uint32_t slot) = 0;
+  // The evictable block to evict next, or kNoSlot when none. May reorder internal queues (S3-FIFO moves
+  // small-queue blocks to main, ARC nothing), never removes.
+  virtual uint32_t victim() = 0;
+};
+
+std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind);
+
+}  // namespace kvtier

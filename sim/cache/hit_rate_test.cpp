@@ -1,0 +1,69 @@
+// The replay driver: hit accounting by tier in blocks and tokens, truncation of requests longer than
+// tier 0, and agreement with `kvtier trace stats`' theoretical maximum on the shared Mooncake sample.
+#include "hit_rate.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <limits>
+
+#include "cache_test_support.h"
+
+namespace kvtier {
+namespace {
+
+using testing::make_request;
+using testing::make_tier;
+
+TEST(TokensPerBlock, LastBlockIsPartial) {
+  Request r = make_request({1, 2, 3});
+  r.input_tokens = 9;  // blocks of 4: 4 + 4 + 1
+  std::vector<int64_t> tokens;
+  tokens_per_block(r, 4, tokens);
+  EXPECT_EQ(tokens, (std::vector<int64_t>{4, 4, 1}));
+  r.input_tokens = 0;
+  tokens_per_block(r, 4, tokens);
+  EXPECT_EQ(tokens, (std::vector<int64_t>{4, 4, 4}));
+}
+
+TEST(CacheReplay, CountsHitsByTierInBlocksAndTokens) {
+  CacheReplay replay({make_tier("hbm", 2), make_tier("dram", 8)});
+  Request first = make_request({1, 2, 3});
+  first.input_tokens = 10;           // 4 + 4 + 2
+  replay.add(first);                 // truncated: HBM holds 2 blocks, so 1 and 2 are cached
+  replay.add(make_request({5, 6}));  // 1 and 2 go to DRAM
+  Request again = make_request({1, 2});
+  again.input_tokens = 7;  // 4 + 3
+  replay.add(again);
+  ReplayResult result = replay.result();
+  EXPECT_EQ(result.requests, 3);
+  EXPECT_EQ(result.truncated_requests, 1);
+  EXPECT_EQ(result.total.blocks, 7);
+  EXPECT_EQ(result.total.tokens, 10 + 8 + 7);
+  EXPECT_EQ(result.hits_by_tier[0].blocks, 0);
+  EXPECT_EQ(result.hits_by_tier[1].blocks, 2);
+  EXPECT_EQ(result.hits_by_tier[1].tokens, 7);
+  EXPECT_EQ(result.traffic.flow(CacheEventKind::kPromote, 1, 0).blocks, 2);
+}
+
+TEST(HitRateCurve, EveryPolicyReachesTheBoundWhenNothingIsEvicted) {
+  auto requests = testing::random_requests(400, 20, 10, 3);
+  std::set<uint64_t> distinct;
+  for (const Request& r : requests) distinct.insert(r.block_ids.begin(), r.block_ids.end());
+  int64_t room = static_cast<int64_t>(distinct.size());
+  LruCurve bound;
+  std::vector<int64_t> tokens;
+  for (const Request& r : requests) {
+    tokens_per_block(r, testing::kBlockTokens, tokens);
+    bound.add(r.block_ids, tokens);
+  }
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kLfu, PolicyKind::kArc, PolicyKind::kS3Fifo}) {
+    auto curve = hit_rate_curve(requests, make_tier("hbm", 0, policy), {room / 4, room});
+    EXPECT_EQ(curve[1].hits.tokens, bound.hit_tokens(std::numeric_limits<int64_t>::max()))
+        << policy_name(policy);
+    EXPECT_LT(curve[0].hits.tokens, curve[1].hits.tokens) << policy_name(policy);
+  }
+}
+
+}  // namespace
+}  // namespace kvtier

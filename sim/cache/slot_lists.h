@@ -1,0 +1,66 @@
+// Intrusive doubly-linked lists over dense block slots, the building block of every eviction policy.
+//
+// The tiered cache names each distinct block by a slot (a small dense integer), so a policy keeps its
+// order in arrays indexed by slot instead of nodes in a hash map: no allocation and no hashing per
+// access. A slot is in at most one list of a given SlotLists at a time (a policy's resident queues and
+// its ghost queues share one SlotLists). Lists run from head (most recent) to tail (next to go).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace kvtier {
+
+inline constexpr uint32_t kNoSlot = UINT32_MAX;
+
+class SlotLists {
+ public:
+  struct List {
+    uint32_t head = kNoSlot;
+    uint32_t tail = kNoSlot;
+    int64_t size = 0;
+  };
+
+  // Grows the link arrays so that `slot` can be linked.
+  void ensure(uint32_t slot) {
+    if (slot >= prev_.size()) {
+      size_t size = std::max<size_t>(slot + 1, prev_.size() * 2);
+      prev_.resize(size, kNoSlot);
+      next_.resize(size, kNoSlot);
+    }
+  }
+
+  // REQUIRES: `slot` is in no list.
+  void push_front(List& list, uint32_t slot) {
+    ensure(slot);
+    prev_[slot] = kNoSlot;
+    next_[slot] = list.head;
+    if (list.head != kNoSlot) prev_[list.head] = slot;
+    list.head = slot;
+    if (list.tail == kNoSlot) list.tail = slot;
+    ++list.size;
+  }
+
+  // REQUIRES: `slot` is in `list`.
+  void unlink(List& list, uint32_t slot) {
+    uint32_t before = prev_[slot];
+    uint32_t after = next_[slot];
+    (before == kNoSlot ? list.head : next_[before]) = after;
+    (after == kNoSlot ? list.tail : prev_[after]) = before;
+    prev_[slot] = next_[slot] = kNoSlot;
+    --list.size;
+  }
+
+  void move_to_front(List& list, uint32_t slot) {
+    if (list.head == slot) return;
+    unlink(list, slot);
+    push_front(list, slot);
+  }
+
+ private:
+  std::vector<uint32_t> prev_;
+  std::vector<uint32_t> next_;
+};
+
+}  // namespace kvtier

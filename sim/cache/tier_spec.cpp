@@ -1,0 +1,114 @@
+#include "tier_spec.h"
+
+#include <set>
+
+namespace kvtier {
+namespace {
+
+constexpr int kMaxTiers = 32;  // the cache keeps a block's tiers in a 32-bit mask
+
+PolicyKind parse_policy(const ConfigNode& node) {
+  std::string name = node.as_string();
+  PolicyKind kind;
+  if (parse_policy_name(name, kind)) return kind;
+  std::string hint = closest_match(name, policy_names());
+  node.fail("unknown eviction policy '" + name + "', expected lru, lfu, arc or s3fifo" +
+            (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+}
+
+int64_t parse_capacity_bytes(const ConfigNode& tier, int64_t bytes_per_block, int64_t block_tokens) {
+  int given = tier.has("capacity") + tier.has("capacity_tokens") + tier.has("capacity_blocks");
+  if (given != 1)
+    tier.fail("expected exactly one of capacity (bytes with a unit), capacity_tokens, capacity_blocks");
+  if (tier.has("capacity")) {
+    double bytes = tier.quantity("capacity", UnitKind::kBytes);
+    if (bytes < 0) tier.child("capacity").fail("expected a non-negative size");
+    return static_cast<int64_t>(bytes);
+  }
+  const char* key = tier.has("capacity_tokens") ? "capacity_tokens" : "capacity_blocks";
+  int64_t count = tier.integer(key);
+  if (count < 0) tier.child(key).fail("expected a non-negative count");
+  int64_t blocks = tier.has("capacity_tokens") ? count / block_tokens : count;
+  return blocks * bytes_per_block;
+}
+
+template <typename Enum>
+Enum parse_choice(const ConfigNode& tier, const char* key, const char* first, const char* second, Enum a,
+                  Enum b, Enum fallback) {
+  if (!tier.has(key)) return fallback;
+  std::string value = tier.string(key);
+  if (value == first) return a;
+  if (value == second) return b;
+  tier.child(key).fail(std::string("expected ") + first + " or " + second + ", got '" + value + "'");
+}
+
+void parse_lower_tier_keys(const ConfigNode& node, TierSpec& tier) {
+  tier.placement = parse_choice(node, "placement", "inclusive", "exclusive", Placement::kInclusive,
+                                Placement::kExclusive, Placement::kInclusive);
+  tier.write = parse_choice(node, "write", "spill", "through", WriteMode::kSpill, WriteMode::kThrough,
+                            WriteMode::kSpill);
+  tier.promote_on_hit = node.boolean("promote_on_hit", true);
+  tier.admit_after = node.integer("admit_after", 1);
+  if (tier.admit_after < 1) node.child("admit_after").fail("expected a count of requests, at least 1");
+  if (tier.write == WriteMode::kThrough && tier.placement == Placement::kExclusive) {
+    node.child("write").fail(
+        "write-through keeps a copy in the tier above, so it needs placement: inclusive");
+  }
+  if (!tier.promote_on_hit && tier.placement == Placement::kExclusive) {
+    node.child("promote_on_hit")
+        .fail("promote_on_hit: false keeps the block only here, so it needs placement: inclusive");
+  }
+}
+
+TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens) {
+  node.allow_keys({"name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy", "prefix_aware",
+                   "placement", "write", "promote_on_hit", "admit_after"});
+  TierSpec tier;
+  tier.name = node.string("name");
+  tier.block_tokens = block_tokens;
+  ConfigNode kv = node.child("kv");
+  tier.layout =
+      build_layout(model, parse_precision_map(kv), kv.is_scalar() ? kv.as_string() : tier.name + ".kv");
+  tier.capacity_bytes = parse_capacity_bytes(node, tier.bytes_per_block(), block_tokens);
+  if (node.has("policy")) tier.policy = parse_policy(node.child("policy"));
+  tier.prefix_aware = node.boolean("prefix_aware", false);
+  if (index == 0) {
+    for (const char* key : {"placement", "write", "promote_on_hit", "admit_after"}) {
+      if (node.has(key))
+        node.child(key).fail("applies to lower tiers only; tier 0 holds every running request");
+    }
+  } else {
+    parse_lower_tier_keys(node, tier);
+  }
+  return tier;
+}
+
+}  // namespace
+
+std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens) {
+  if (block_tokens <= 0) throw ConfigError(tiers.file() + ": block size must be positive to size the tiers");
+  if (!tiers.is_sequence()) tiers.fail("expected a list of tiers, fastest first");
+  std::vector<ConfigNode> elements = tiers.elements();
+  if (elements.empty()) tiers.fail("expected at least one tier");
+  if (elements.size() > kMaxTiers) tiers.fail("expected at most 32 tiers");
+  std::vector<TierSpec> specs;
+  std::set<std::string> names;
+  for (size_t i = 0; i < elements.size(); ++i) {
+    specs.push_back(parse_tier(elements[i], i, model, block_tokens));
+    if (!names.insert(specs.back().name).second) elements[i].child("name").fail("tier names must be unique");
+  }
+  return specs;
+}
+
+TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes,
+                     PolicyKind policy) {
+  TierSpec tier;
+  tier.name = "cache";
+  tier.layout = layout;
+  tier.block_tokens = block_tokens;
+  tier.capacity_bytes = capacity_bytes;
+  tier.policy = policy;
+  return tier;
+}
+
+}  // namespace kvtier

@@ -1,0 +1,58 @@
+// The tiers of a cache hierarchy, as configuration describes them.
+//
+// Tier 0 is where running requests' KV lives (HBM); tiers 1, 2, ... are slower and larger (DRAM, NVMe, a
+// remote pool). Each tier stores blocks in its own KV layout, so a DRAM tier can hold 4-bit blocks while
+// HBM holds bf16 (quantize on offload); its capacity in blocks is its bytes divided by its bytes per block.
+// How blocks reach a lower tier and leave it is set per lower tier:
+//   placement  inclusive: a block promoted to tier 0 keeps its copy here;
+//              exclusive: it moves (a block here is in no tier above);
+//   write      spill: blocks arrive when a tier above evicts them;
+//              through: blocks are copied here when stored in the tier just above (then dropped above
+//              on eviction, since the copy exists);
+//   promote_on_hit  false: a hit served from here is loaded into tier 0 for the request only and
+//              discarded from tier 0 when the request ends (needs inclusive placement);
+//   admit_after  the number of requests that must have referenced a block before it is stored here
+//              (2: "only blocks seen twice go to NVMe").
+// See docs/cache.md for the YAML keys.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "eviction_policy.h"
+#include "kv_layout.h"
+#include "model_card.h"
+
+namespace kvtier {
+
+enum class Placement { kInclusive, kExclusive };
+enum class WriteMode { kSpill, kThrough };
+
+struct TierSpec {
+  std::string name;
+  KvLayout layout;
+  int64_t block_tokens = 0;
+  int64_t capacity_bytes = 0;
+  PolicyKind policy = PolicyKind::kLru;
+  bool prefix_aware = false;  // evict leaves first; drop blocks whose parent left the hierarchy
+  Placement placement = Placement::kInclusive;
+  WriteMode write = WriteMode::kSpill;
+  bool promote_on_hit = true;
+  int64_t admit_after = 1;
+
+  int64_t bytes_per_block() const { return layout.bytes_per_block(block_tokens); }
+  int64_t capacity_blocks() const { return capacity_bytes / bytes_per_block(); }
+};
+
+// Parses a `tiers:` sequence. Each element is a map with keys name, capacity (bytes with a unit, or
+// capacity_tokens / capacity_blocks), kv (a preset name or a precision map), policy, prefix_aware, and for
+// tiers after the first placement, write, promote_on_hit, admit_after. Throws ConfigError located at the
+// offending key.
+std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens);
+
+// A one-tier hierarchy: `capacity_bytes` of `layout` under `policy`, the fast mode's single-cache case.
+TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes, PolicyKind policy);
+
+}  // namespace kvtier

@@ -1,0 +1,335 @@
+#include "tiered_cache.h"
+
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+namespace kvtier {
+
+const char* event_kind_name(CacheEventKind kind) {
+  switch (kind) {
+    case CacheEventKind::kPlace:
+      return "place";
+    case CacheEventKind::kPromote:
+      return "promote";
+    case CacheEventKind::kWriteThrough:
+      return "write_through";
+    case CacheEventKind::kDemote:
+      return "demote";
+    case CacheEventKind::kDrop:
+      return "drop";
+  }
+  return "?";
+}
+
+TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int>(specs.size())) {
+  if (specs.empty() || specs.size() > 32) throw std::invalid_argument("a cache has 1 to 32 tiers");
+  for (TierSpec& spec : specs) {
+    if (spec.block_tokens != specs[0].block_tokens || spec.bytes_per_block() <= 0) {
+      throw std::invalid_argument("tier " + spec.name + ": every tier needs the same positive block size");
+    }
+    Tier tier;
+    tier.block_bytes = spec.bytes_per_block();
+    tier.capacity_blocks = spec.capacity_blocks();
+    tier.policy = make_policy(spec.policy);
+    tier.policy->set_capacity(tier.capacity_blocks);
+    any_prefix_aware_ = any_prefix_aware_ || spec.prefix_aware;
+    tier.spec = std::move(spec);
+    tiers_.push_back(std::move(tier));
+  }
+}
+
+uint32_t TieredCache::intern(uint64_t id, uint32_t parent) {
+  auto [it, inserted] = index_.try_emplace(id, static_cast<uint32_t>(blocks_.size()));
+  if (!inserted) return it->second;
+  uint32_t slot = it->second;
+  Block block{.id = id, .parent = parent, .first_child = kNoSlot, .next_sibling = kNoSlot};
+  if (parent != kNoSlot) {
+    block.next_sibling = blocks_[parent].first_child;
+    blocks_[parent].first_child = slot;
+  }
+  blocks_.push_back(block);
+  if (tiers_[0].held.size() < blocks_.size()) grow_tier_arrays();
+  return slot;
+}
+
+void TieredCache::grow_tier_arrays() {
+  for (Tier& tier : tiers_) {
+    tier.held.resize(blocks_.capacity(), 0);
+    if (tier.spec.prefix_aware) tier.children.resize(blocks_.capacity(), 0);
+  }
+}
+
+void TieredCache::emit(CacheEventKind kind, uint32_t slot, int from, int to) {
+  CacheEvent event{kind,
+                   blocks_[slot].id,
+                   from,
+                   to,
+                   from >= 0 ? tiers_[from].block_bytes : 0,
+                   to >= 0 ? tiers_[to].block_bytes : 0};
+  traffic_.add(event);
+  if (sink_ != nullptr) sink_->on_event(event);
+}
+
+// Tells the policy whether the block may be a victim: not while pinned, nor (prefix-aware) while a child
+// is cached in the same tier, so that leaves go first.
+void TieredCache::sync_hold(int t, uint32_t slot) {
+  if (!in_tier(t, slot)) return;
+  Tier& tier = tiers_[t];
+  bool hold = blocks_[slot].pins > 0 || (tier.spec.prefix_aware && tier.children[slot] > 0);
+  if (hold == static_cast<bool>(tier.held[slot])) return;
+  if (hold) {
+    tier.policy->hold(slot);
+  } else {
+    tier.policy->unhold(slot);
+  }
+  tier.held[slot] = hold;
+}
+
+void TieredCache::add_to_tier(int t, uint32_t slot) {
+  Tier& tier = tiers_[t];
+  Block& block = blocks_[slot];
+  block.tier_mask |= 1u << t;
+  ++tier.used;
+  if (block.pins > 0) ++tier.pinned;
+  tier.policy->insert(slot);
+  tier.held[slot] = 0;
+  if (tier.spec.prefix_aware && block.parent != kNoSlot) {
+    ++tier.children[block.parent];
+    sync_hold(t, block.parent);
+  }
+  sync_hold(t, slot);
+}
+
+void TieredCache::remove_from_tier(int t, uint32_t slot) {
+  Tier& tier = tiers_[t];
+  Block& block = blocks_[slot];
+  block.tier_mask &= ~(1u << t);
+  --tier.used;
+  if (block.pins > 0) --tier.pinned;
+  tier.policy->erase(slot);
+  tier.held[slot] = 0;
+  if (tier.spec.prefix_aware && block.parent != kNoSlot) {
+    --tier.children[block.parent];
+    sync_hold(t, block.parent);
+  }
+}
+
+void TieredCache::set_pins(uint32_t slot, uint32_t pins) {
+  Block& block = blocks_[slot];
+  bool was_pinned = block.pins > 0;
+  block.pins = pins;
+  if (was_pinned == (pins > 0)) return;
+  for (uint32_t mask = block.tier_mask; mask != 0; mask &= mask - 1) {
+    int t = std::countr_zero(mask);
+    tiers_[t].pinned += pins > 0 ? 1 : -1;
+    sync_hold(t, slot);
+  }
+}
+
+bool TieredCache::contains(int t, uint64_t block_id) const {
+  auto it = index_.find(block_id);
+  return it != index_.end() && in_tier(t, it->second);
+}
+
+void TieredCache::fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const {
+  out.hit_blocks = 0;
+  out.hit_blocks_by_tier.assign(tiers_.size(), 0);
+  out.tier_of_block.clear();
+  for (uint32_t slot : slots) {
+    uint32_t mask = slot == kNoSlot ? 0 : blocks_[slot].tier_mask;
+    if (mask == 0) break;
+    int t = std::countr_zero(mask);
+    ++out.hit_blocks;
+    ++out.hit_blocks_by_tier[t];
+    out.tier_of_block.push_back(t);
+  }
+}
+
+PrefixHit TieredCache::lookup(std::span<const uint64_t> block_ids) const {
+  std::vector<uint32_t> slots;
+  for (uint64_t id : block_ids) {
+    auto it = index_.find(id);
+    if (it == index_.end()) break;
+    slots.push_back(it->second);
+  }
+  PrefixHit hit;
+  fill_prefix(slots, hit);
+  return hit;
+}
+
+bool TieredCache::admit(std::span<const uint64_t> block_ids, Admission& out) {
+  out.admitted = false;
+  out.slots.clear();
+  chain_.clear();
+  uint32_t parent = kNoSlot;
+  for (uint64_t id : block_ids) {
+    parent = intern(id, parent);
+    chain_.push_back(parent);
+  }
+  fill_prefix(chain_, out.prefix);
+
+  if (++epoch_ == 0) {
+    for (Block& block : blocks_) block.mark = 0;
+    epoch_ = 1;
+  }
+  leading_.clear();
+  int64_t new_pins = 0;
+  int64_t missing = 0;
+  for (size_t position = 0; position < chain_.size(); ++position) {
+    Block& block = blocks_[chain_[position]];
+    if (block.mark == epoch_) continue;
+    block.mark = epoch_;
+    out.slots.push_back(chain_[position]);
+    leading_.push_back(static_cast<int64_t>(position) < out.prefix.hit_blocks);
+    new_pins += block.pins == 0;
+    missing += !in_tier(0, chain_[position]);
+  }
+  if (tiers_[0].pinned + new_pins > tiers_[0].capacity_blocks) {
+    out.slots.clear();
+    return false;
+  }
+
+  for (uint32_t slot : out.slots) {
+    ++blocks_[slot].seen;
+    if (in_tier(0, slot)) tiers_[0].policy->hit(slot);
+    set_pins(slot, blocks_[slot].pins + 1);
+  }
+  if (!make_room(0, missing)) {
+    throw std::logic_error(
+        "tier 0 found no victim although its pinned blocks fit: inconsistent block chains");
+  }
+  for (size_t i = 0; i < out.slots.size(); ++i) {
+    if (!in_tier(0, out.slots[i])) bring_to_tier0(out.slots[i], leading_[i]);
+  }
+  out.admitted = true;
+  return true;
+}
+
+// A leading-run hit is promoted from the fastest tier holding it; any other block not in tier 0 is
+// computed by prefill. Either way exclusive tiers give up their copy.
+void TieredCache::bring_to_tier0(uint32_t slot, bool leading_hit) {
+  Block& block = blocks_[slot];
+  int source = leading_hit ? std::countr_zero(block.tier_mask) : -1;
+  emit(source > 0 ? CacheEventKind::kPromote : CacheEventKind::kPlace, slot, source, 0);
+  add_to_tier(0, slot);
+  for (int t = 1; t < tier_count(); ++t) {
+    if (!in_tier(t, slot)) continue;
+    const TierSpec& spec = tiers_[t].spec;
+    if (spec.placement == Placement::kExclusive) {
+      remove_from_tier(t, slot);
+      if (t != source) emit(CacheEventKind::kDrop, slot, t, -1);
+    } else if (t == source) {
+      tiers_[t].policy->hit(slot);
+      if (!spec.promote_on_hit) block.transient = true;
+    }
+  }
+  write_through(0, slot);
+}
+
+void TieredCache::release(Admission& admission) {
+  for (auto it = admission.slots.rbegin(); it != admission.slots.rend(); ++it) {
+    uint32_t slot = *it;
+    Block& block = blocks_[slot];
+    set_pins(slot, block.pins - 1);
+    if (block.pins == 0 && block.transient) {
+      block.transient = false;
+      remove_from_tier(0, slot);
+      emit(CacheEventKind::kDrop, slot, 0, -1);
+    }
+  }
+  admission.admitted = false;
+  admission.slots.clear();
+}
+
+bool TieredCache::set_capacity(int t, int64_t bytes) {
+  Tier& tier = tiers_[t];
+  int64_t blocks = bytes / tier.block_bytes;
+  if (blocks < tier.pinned) return false;
+  tier.capacity_blocks = blocks;
+  tier.spec.capacity_bytes = bytes;
+  tier.policy->set_capacity(blocks);
+  if (!make_room(t, 0)) {
+    throw std::logic_error("tier " + tier.spec.name + " found no victim although its pinned blocks fit");
+  }
+  return true;
+}
+
+bool TieredCache::make_room(int t, int64_t blocks) {
+  Tier& tier = tiers_[t];
+  if (blocks > tier.capacity_blocks) return false;
+  while (tier.used + blocks > tier.capacity_blocks) {
+    if (!evict_one(t)) return false;
+  }
+  return true;
+}
+
+// Evicts the policy's victim. A block still cached elsewhere is dropped from this tier (its copy is
+// enough); otherwise it is demoted to the first lower spill tier that admits it, or dropped.
+bool TieredCache::evict_one(int t) {
+  uint32_t victim = tiers_[t].policy->victim();
+  if (victim == kNoSlot) return false;
+  remove_from_tier(t, victim);
+  if (blocks_[victim].tier_mask != 0) {
+    emit(CacheEventKind::kDrop, victim, t, -1);
+    return true;
+  }
+  int target = demotion_target(t, victim);
+  if (target < 0) {
+    emit(CacheEventKind::kDrop, victim, t, -1);
+    drop_orphans(victim);
+    return true;
+  }
+  add_to_tier(target, victim);
+  emit(CacheEventKind::kDemote, victim, t, target);
+  write_through(target, victim);
+  return true;
+}
+
+int TieredCache::demotion_target(int from, uint32_t slot) {
+  for (int k = from + 1; k < tier_count(); ++k) {
+    const TierSpec& spec = tiers_[k].spec;
+    if (spec.write != WriteMode::kSpill || blocks_[slot].seen < spec.admit_after) continue;
+    if (spec.prefix_aware && !parent_cached(slot)) continue;
+    // Making room may drop the parent (prefix-aware cascades), so check again after.
+    if (make_room(k, 1) && !(spec.prefix_aware && !parent_cached(slot))) return k;
+  }
+  return -1;
+}
+
+bool TieredCache::parent_cached(uint32_t slot) const {
+  uint32_t parent = blocks_[slot].parent;
+  return parent == kNoSlot || blocks_[parent].tier_mask != 0;
+}
+
+void TieredCache::write_through(int from, uint32_t slot) {
+  for (int k = from + 1; k < tier_count() && tiers_[k].spec.write == WriteMode::kThrough; ++k) {
+    if (in_tier(k, slot) || blocks_[slot].seen < tiers_[k].spec.admit_after) continue;
+    if (!make_room(k, 1) || !in_tier(from, slot)) continue;
+    add_to_tier(k, slot);
+    emit(CacheEventKind::kWriteThrough, slot, from, k);
+  }
+}
+
+// A block left the hierarchy: its descendants can never hit again, so prefix-aware tiers drop them.
+void TieredCache::drop_orphans(uint32_t slot) {
+  if (!any_prefix_aware_) return;
+  orphan_stack_.assign(1, slot);
+  while (!orphan_stack_.empty()) {
+    uint32_t parent = orphan_stack_.back();
+    orphan_stack_.pop_back();
+    for (uint32_t child = blocks_[parent].first_child; child != kNoSlot;
+         child = blocks_[child].next_sibling) {
+      if (blocks_[child].tier_mask == 0 || blocks_[child].pins > 0) continue;
+      for (int t = 0; t < tier_count(); ++t) {
+        if (tiers_[t].spec.prefix_aware && in_tier(t, child)) {
+          remove_from_tier(t, child);
+          emit(CacheEventKind::kDrop, child, t, -1);
+        }
+      }
+      if (blocks_[child].tier_mask == 0) orphan_stack_.push_back(child);
+    }
+  }
+}
+
+}  // namespace kvtier

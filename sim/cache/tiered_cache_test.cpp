@@ -1,0 +1,179 @@
+// The tiered cache on hand-worked sequences: prefix hits, pinning, promotion, demotion with quantization,
+// placement and write modes, admission filters, capacity changes, prefix-aware eviction.
+#include "tiered_cache.h"
+
+#include <gtest/gtest.h>
+
+#include "cache_test_support.h"
+
+namespace kvtier {
+namespace {
+
+using testing::make_tier;
+
+class RecordingSink : public CacheEventSink {
+ public:
+  void on_event(const CacheEvent& event) override { events.push_back(event); }
+  std::vector<CacheEvent> events;
+};
+
+// Admits and releases at once, as the hit-rate mode does; returns the admission's prefix hit.
+PrefixHit run(TieredCache& cache, std::vector<uint64_t> blocks) {
+  Admission admission;
+  EXPECT_TRUE(cache.admit(blocks, admission));
+  PrefixHit hit = admission.prefix;
+  cache.release(admission);
+  return hit;
+}
+
+TEST(TieredCache, PrefixHitIsTheLeadingRunOfCachedBlocks) {
+  TieredCache cache({make_tier("hbm", 8)});
+  run(cache, {1, 2, 3});
+  PrefixHit hit = cache.lookup(std::vector<uint64_t>{1, 2, 9, 3});
+  EXPECT_EQ(hit.hit_blocks, 2);
+  EXPECT_EQ(hit.hit_blocks_by_tier[0], 2);
+  EXPECT_EQ(hit.tier_of_block, (std::vector<int>{0, 0}));
+  EXPECT_EQ(cache.lookup(std::vector<uint64_t>{9, 1}).hit_blocks, 0);
+}
+
+TEST(TieredCache, AdmissionThatDoesNotFitChangesNothing) {
+  TieredCache cache({make_tier("hbm", 4), make_tier("dram", 4)});
+  RecordingSink sink;
+  cache.set_event_sink(&sink);
+  Admission running;
+  ASSERT_TRUE(cache.admit(std::vector<uint64_t>{1, 2, 3}, running));
+  size_t events = sink.events.size();
+  Admission second;
+  EXPECT_FALSE(cache.admit(std::vector<uint64_t>{4, 5}, second));  // 3 pinned + 2 new > 4
+  EXPECT_FALSE(second.admitted);
+  EXPECT_EQ(sink.events.size(), events);
+  EXPECT_EQ(cache.used_blocks(0), 3);
+  EXPECT_EQ(cache.pinned_blocks(0), 3);
+  EXPECT_FALSE(cache.contains(0, 4));
+  EXPECT_TRUE(cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, second));  // shares the pinned blocks
+  EXPECT_EQ(second.prefix.hit_blocks, 3);
+  EXPECT_EQ(cache.pinned_blocks(0), 4);
+}
+
+TEST(TieredCache, PinnedBlocksAreNeverEvicted) {
+  TieredCache cache({make_tier("hbm", 3)});
+  Admission running;
+  ASSERT_TRUE(cache.admit(std::vector<uint64_t>{1, 2}, running));
+  run(cache, {7});
+  run(cache, {8});  // evicts 7, the only unpinned block
+  EXPECT_TRUE(cache.contains(0, 1));
+  EXPECT_TRUE(cache.contains(0, 2));
+  EXPECT_FALSE(cache.contains(0, 7));
+  cache.release(running);
+  EXPECT_EQ(cache.pinned_blocks(0), 0);
+  EXPECT_EQ(cache.used_blocks(0), 3);  // released blocks stay cached
+}
+
+// HBM holds 2 bf16-sized blocks (8 B/token, 32 B/block), DRAM 4 blocks at 2 B/token (8 B/block): every
+// demotion reads 32 bytes and writes 8, every promotion the reverse.
+TEST(TieredCache, ExclusiveSpillQuantizesOnOffloadAndMovesBackOnHit) {
+  TierSpec dram = make_tier("dram", 4, PolicyKind::kLru, 2);
+  dram.placement = Placement::kExclusive;
+  TieredCache cache({make_tier("hbm", 2), dram});
+  RecordingSink sink;
+  cache.set_event_sink(&sink);
+  run(cache, {1, 2});
+  run(cache, {3, 4});
+  EXPECT_TRUE(cache.contains(1, 1));
+  EXPECT_TRUE(cache.contains(1, 2));
+  const auto& demoted = cache.traffic().flow(CacheEventKind::kDemote, 0, 1);
+  EXPECT_EQ(demoted.blocks, 2);
+  EXPECT_EQ(demoted.from_bytes, 64);
+  EXPECT_EQ(demoted.to_bytes, 16);
+  // Events: place 1, place 2, then room for 3 and 4. Chain 1,2 was released last block first, so 2 is
+  // older than 1 and goes first.
+  ASSERT_EQ(sink.events.size(), 6u);
+  EXPECT_EQ(sink.events[2].kind, CacheEventKind::kDemote);
+  EXPECT_EQ(sink.events[2].block, 2u);
+  EXPECT_EQ(sink.events[3].block, 1u);
+  EXPECT_EQ(sink.events[4].kind, CacheEventKind::kPlace);
+
+  PrefixHit hit = run(cache, {1, 2});
+  EXPECT_EQ(hit.hit_blocks, 2);
+  EXPECT_EQ(hit.hit_blocks_by_tier[1], 2);
+  const auto& promoted = cache.traffic().flow(CacheEventKind::kPromote, 1, 0);
+  EXPECT_EQ(promoted.blocks, 2);
+  EXPECT_EQ(promoted.from_bytes, 16);
+  EXPECT_EQ(promoted.to_bytes, 64);
+  EXPECT_FALSE(cache.contains(1, 1));  // moved, not copied
+  EXPECT_TRUE(cache.contains(1, 3));
+  EXPECT_TRUE(cache.contains(1, 4));
+  EXPECT_EQ(cache.used_blocks(1), 2);
+}
+
+TEST(TieredCache, InclusiveTierKeepsPromotedCopyAndEvictionAboveJustDrops) {
+  TieredCache cache({make_tier("hbm", 2), make_tier("dram", 4)});
+  run(cache, {1, 2});
+  run(cache, {3, 4});  // 1, 2 demoted
+  run(cache, {1, 2});  // promoted, copies stay in DRAM; 3, 4 demoted
+  EXPECT_TRUE(cache.contains(1, 1));
+  EXPECT_TRUE(cache.contains(0, 1));
+  int64_t demotions = cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks;
+  run(cache, {5, 6});  // evicts 1, 2 from HBM: DRAM has them, so no write
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, demotions);
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDrop, 0, -1).blocks, 2);
+}
+
+TEST(TieredCache, WriteThroughCopiesAtStoreTime) {
+  TierSpec dram = make_tier("dram", 8);
+  dram.write = WriteMode::kThrough;
+  TieredCache cache({make_tier("hbm", 2), dram});
+  run(cache, {1, 2});
+  EXPECT_TRUE(cache.contains(1, 1));
+  EXPECT_TRUE(cache.contains(1, 2));
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kWriteThrough, 0, 1).blocks, 2);
+  run(cache, {3, 4});
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, 0);
+  EXPECT_EQ(cache.lookup(std::vector<uint64_t>{1, 2}).hit_blocks_by_tier[1], 2);
+}
+
+TEST(TieredCache, AdmissionFilterKeepsBlocksSeenOnceOutOfTheLowerTier) {
+  TierSpec nvme = make_tier("nvme", 8);
+  nvme.admit_after = 2;
+  TieredCache cache({make_tier("hbm", 2), nvme});
+  run(cache, {1});
+  run(cache, {1});  // 1 referenced by two requests
+  run(cache, {2});
+  run(cache, {3, 4});  // evicts 2 (seen once: dropped) and 1 (seen twice: demoted)
+  EXPECT_TRUE(cache.contains(1, 1));
+  EXPECT_FALSE(cache.contains(1, 2));
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDrop, 0, -1).blocks, 1);
+}
+
+TEST(TieredCache, NoPromotionOnHitServesFromBelowAndDiscardsAfterwards) {
+  TierSpec dram = make_tier("dram", 8);
+  dram.promote_on_hit = false;
+  TieredCache cache({make_tier("hbm", 2), dram});
+  run(cache, {1});
+  run(cache, {2, 3});  // 1 demoted
+  Admission admission;
+  ASSERT_TRUE(cache.admit(std::vector<uint64_t>{1}, admission));
+  EXPECT_TRUE(cache.contains(0, 1));  // the running request has it in HBM
+  cache.release(admission);
+  EXPECT_FALSE(cache.contains(0, 1));
+  EXPECT_TRUE(cache.contains(1, 1));
+}
+
+TEST(TieredCache, ShrinkingATierEvictsAndRefusesBelowPinned) {
+  TieredCache cache({make_tier("hbm", 4), make_tier("dram", 4)});
+  const int64_t block_bytes = cache.tier(0).bytes_per_block();
+  run(cache, {1, 2, 3});
+  Admission running;
+  ASSERT_TRUE(cache.admit(std::vector<uint64_t>{4}, running));
+  EXPECT_FALSE(cache.set_capacity(0, 0));  // block 4 is pinned
+  EXPECT_EQ(cache.used_blocks(0), 4);
+  EXPECT_TRUE(cache.set_capacity(0, 2 * block_bytes));
+  EXPECT_EQ(cache.capacity_blocks(0), 2);
+  EXPECT_EQ(cache.used_blocks(0), 2);
+  EXPECT_TRUE(cache.contains(0, 4));
+  EXPECT_TRUE(cache.contains(0, 1));  // 3 and 2 (the chain's tail first) went down
+  EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, 2);
+}
+
+}  // namespace
+}  // namespace kvtier
