@@ -4,6 +4,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "kv_layout.h"
 #include "quant_math.h"
 
 namespace kvtier::hw {

@@ -10,14 +10,18 @@
 #include <cstdint>
 #include <span>
 
-#include "kv_layout.h"
+#include "quant_math.h"
+
+namespace kvtier {
+struct Encoding;  // kv_layout.h; declared here so that kernel sources need not parse yaml-cpp
+}
 
 namespace kvtier::hw {
 
 struct Int4GroupParams {
   int row_elements = 128;  // d: elements per vector (one head's K or V)
   int group_size = 32;     // a power of two from 8 to 256 that divides row_elements
-  int record_bytes() const { return row_elements / 2 + (row_elements / group_size) * 4; }
+  KVTIER_HD int record_bytes() const { return row_elements / 2 + (row_elements / group_size) * 4; }
 };
 
 // Params for rows of `row_elements` under `encoding` (kInt4Group); throws std::invalid_argument for a

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "kv_layout.h"
 #include "quant_math.h"
 
 namespace kvtier::hw {

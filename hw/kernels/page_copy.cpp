@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "kv_layout.h"
+
 namespace kvtier::hw {
 
 int64_t staged_page_bytes(std::span<const PageGroup> groups) {

@@ -18,7 +18,9 @@
 #include <span>
 #include <vector>
 
-#include "kv_layout.h"
+namespace kvtier {
+struct KvLayout;  // kv_layout.h; declared here so that kernel sources need not parse yaml-cpp
+}
 
 namespace kvtier::hw {
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "embedded_files.h"
+#include "kv_layout.h"
 #include "model_card.h"
 
 namespace kvtier::hw {

@@ -8,12 +8,12 @@
 // must not become infinite).
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define KVTIER_HD __host__ __device__ inline
 #else
-#include <bit>
 #define KVTIER_HD inline
 #endif
 
