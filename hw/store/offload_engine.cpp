@@ -1,0 +1,121 @@
+#include "offload_engine.h"
+
+#include <algorithm>
+#include <string>
+
+#include "gpu_memory.h"
+#include "kernels_gpu.h"
+#include "store_error.h"
+
+namespace kvtier::hw {
+
+OffloadEngine::Direction::Direction(uint64_t chunk_bytes, uint64_t max_pages)
+    : staging{gpu::DeviceBuffer<std::byte>(chunk_bytes), gpu::DeviceBuffer<std::byte>(chunk_bytes)},
+      device_ids(max_pages) {
+  // Both staging buffers start out drained.
+  for (gpu::Event& event : drained) event.record(copies.get());
+  done.record(copies.get());
+}
+
+OffloadEngine::OffloadEngine(const HbmKvCache& cache, const OffloadEngineOptions& options)
+    : groups_(cache.groups().begin(), cache.groups().end()),
+      staged_bytes_(static_cast<uint64_t>(cache.staged_page_bytes())),
+      host_pitch_(options.host_pitch == 0 ? staged_bytes_ : options.host_pitch),
+      pages_per_chunk_(std::max<uint64_t>(1, options.chunk_bytes / staged_bytes_)),
+      offload_(pages_per_chunk_ * staged_bytes_, static_cast<uint64_t>(cache.pages())),
+      reload_(pages_per_chunk_ * staged_bytes_, static_cast<uint64_t>(cache.pages())) {
+  if (host_pitch_ < staged_bytes_) {
+    throw StoreError(StoreErrc::kBadRequest, "host pages of " + std::to_string(host_pitch_) +
+                                                 " bytes cannot hold a staged page of " +
+                                                 std::to_string(staged_bytes_) + " bytes");
+  }
+}
+
+void OffloadEngine::upload_page_ids(Direction& direction, std::span<const int64_t> page_ids) {
+  const int64_t pages = groups_.front().pool_pages;
+  if (page_ids.size() > direction.device_ids.size()) {
+    throw StoreError(
+        StoreErrc::kBadRequest,
+        std::to_string(page_ids.size()) + " pages in one transfer; the cache holds " + std::to_string(pages));
+  }
+  for (int64_t page : page_ids) {
+    if (page < 0 || page >= pages) {
+      throw StoreError(StoreErrc::kBadRequest, "page id " + std::to_string(page) + " outside a cache of " +
+                                                   std::to_string(pages) + " pages");
+    }
+  }
+  // From pageable memory the runtime stages the ids before returning, so the caller's span may go
+  // away at once; the kernels that read device_ids run after this copy on the same stream.
+  KVTIER_GPU_CHECK(gpuMemcpyAsync(direction.device_ids.data(), page_ids.data(), page_ids.size_bytes(),
+                                  gpuMemcpyHostToDevice, direction.kernels.get()));
+}
+
+void OffloadEngine::copy_host_runs(std::byte* staging, std::span<std::byte* const> host_pages,
+                                   TransferDirection direction, gpuStream_t stream) const {
+  size_t first = 0;
+  while (first < host_pages.size()) {
+    size_t end = first + 1;
+    while (end < host_pages.size() && host_pages[end] == host_pages[end - 1] + host_pitch_) ++end;
+    std::byte* device = staging + first * staged_bytes_;
+    if (direction == TransferDirection::kGather) {
+      copy_rows_async(host_pages[first], host_pitch_, device, staged_bytes_, staged_bytes_, end - first,
+                      gpuMemcpyDeviceToHost, stream);
+    } else {
+      copy_rows_async(device, staged_bytes_, host_pages[first], host_pitch_, staged_bytes_, end - first,
+                      gpuMemcpyHostToDevice, stream);
+    }
+    first = end;
+  }
+}
+
+void OffloadEngine::offload(std::span<const int64_t> page_ids, std::span<std::byte* const> host_pages,
+                            gpuEvent_t ready) {
+  if (page_ids.size() != host_pages.size()) {
+    throw StoreError(StoreErrc::kBadRequest, "offload: one host page is needed per page id");
+  }
+  Direction& d = offload_;
+  upload_page_ids(d, page_ids);
+  if (ready != nullptr) KVTIER_GPU_CHECK(gpuStreamWaitEvent(d.kernels.get(), ready, 0));
+  for (uint64_t first = 0, chunk = 0; first < page_ids.size(); first += pages_per_chunk_, ++chunk) {
+    const uint64_t count = std::min<uint64_t>(pages_per_chunk_, page_ids.size() - first);
+    const int buffer = static_cast<int>(chunk % 2);
+    KVTIER_GPU_CHECK(gpuStreamWaitEvent(d.kernels.get(), d.drained[buffer].get(), 0));
+    copy_pages(TransferDirection::kGather, groups_, d.device_ids.data() + first, static_cast<int64_t>(count),
+               d.staging[buffer].data(), d.kernels.get());
+    d.filled[buffer].record(d.kernels.get());
+    KVTIER_GPU_CHECK(gpuStreamWaitEvent(d.copies.get(), d.filled[buffer].get(), 0));
+    copy_host_runs(d.staging[buffer].data(), host_pages.subspan(first, count), TransferDirection::kGather,
+                   d.copies.get());
+    d.drained[buffer].record(d.copies.get());
+  }
+  d.done.record(d.copies.get());
+}
+
+void OffloadEngine::reload(std::span<const int64_t> page_ids, std::span<std::byte* const> host_pages) {
+  if (page_ids.size() != host_pages.size()) {
+    throw StoreError(StoreErrc::kBadRequest, "reload: one host page is needed per page id");
+  }
+  Direction& d = reload_;
+  upload_page_ids(d, page_ids);
+  for (uint64_t first = 0, chunk = 0; first < page_ids.size(); first += pages_per_chunk_, ++chunk) {
+    const uint64_t count = std::min<uint64_t>(pages_per_chunk_, page_ids.size() - first);
+    const int buffer = static_cast<int>(chunk % 2);
+    // Here "drained" means the scatter has emptied the buffer, so the next copy may refill it.
+    KVTIER_GPU_CHECK(gpuStreamWaitEvent(d.copies.get(), d.drained[buffer].get(), 0));
+    copy_host_runs(d.staging[buffer].data(), host_pages.subspan(first, count), TransferDirection::kScatter,
+                   d.copies.get());
+    d.filled[buffer].record(d.copies.get());
+    KVTIER_GPU_CHECK(gpuStreamWaitEvent(d.kernels.get(), d.filled[buffer].get(), 0));
+    copy_pages(TransferDirection::kScatter, groups_, d.device_ids.data() + first, static_cast<int64_t>(count),
+               d.staging[buffer].data(), d.kernels.get());
+    d.drained[buffer].record(d.kernels.get());
+  }
+  d.done.record(d.kernels.get());
+}
+
+void OffloadEngine::synchronize() const {
+  offload_.done.synchronize();
+  reload_.done.synchronize();
+}
+
+}  // namespace kvtier::hw

@@ -1,0 +1,101 @@
+#include "disk_probe.h"
+
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <regex>
+#include <stdexcept>
+
+#include "block_file.h"
+#include "memory_region.h"
+#include "parallel_for.h"
+
+namespace kvtier::hw {
+namespace {
+
+std::string scratch_path(const std::string& dir, const char* name) {
+  return (std::filesystem::path(dir) / ("kvtier-probe-" + std::to_string(::getpid()) + "-" + name)).string();
+}
+
+template <typename Fn>
+double seconds_of(Fn fn) {
+  const auto start = std::chrono::steady_clock::now();
+  fn();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Runs a shell command and returns what it wrote to stdout and stderr, or throws when it fails.
+std::string run_command(const std::string& command) {
+  std::FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) throw std::runtime_error("cannot run: " + command);
+  std::string output;
+  std::array<char, 4096> chunk{};
+  while (const size_t n = std::fread(chunk.data(), 1, chunk.size(), pipe)) output.append(chunk.data(), n);
+  if (::pclose(pipe) != 0) throw std::runtime_error(command + " failed:\n" + output);
+  return output;
+}
+
+}  // namespace
+
+const char* to_string(DiskOp op) {
+  return op == DiskOp::kWrite ? "write" : "read";
+}
+
+std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_bytes, int queue_depth,
+                                     uint64_t total_bytes) {
+  const uint64_t blocks = std::max<uint64_t>(1, total_bytes / block_bytes);
+  DirectFile file(scratch_path(dir, "disk"), blocks * block_bytes, IoMode::kDirect);
+  MemoryRegion data = allocate_host_region(blocks * block_bytes);
+  std::mt19937_64 rng(3);
+  auto* words = reinterpret_cast<uint64_t*>(data.data());
+  for (uint64_t i = 0; i < data.bytes() / 8; ++i) words[i] = rng();
+
+  auto pass = [&](DiskOp op) {
+    const double seconds = seconds_of([&] {
+      parallel_for(blocks, queue_depth, [&](size_t i) {
+        const iovec buffer{data.data() + i * block_bytes, block_bytes};
+        if (op == DiskOp::kWrite) {
+          file.write_at(i * block_bytes, {&buffer, 1});
+        } else {
+          file.read_at(i * block_bytes, {&buffer, 1});
+        }
+      });
+    });
+    return DiskSample{op, block_bytes, queue_depth, blocks * block_bytes, seconds};
+  };
+  const DiskSample write = pass(DiskOp::kWrite);
+  return {write, pass(DiskOp::kRead)};
+}
+
+DdRun parse_dd_report(std::string_view report) {
+  static const std::regex summary(R"((\d+) bytes .*copied, ([0-9.eE+-]+) s)");
+  std::cmatch match;
+  if (!std::regex_search(report.data(), report.data() + report.size(), match, summary)) {
+    throw std::runtime_error("no dd summary line in: " + std::string(report));
+  }
+  return DdRun{"", std::stoull(match[1].str()), std::stod(match[2].str())};
+}
+
+std::pair<DdRun, DdRun> run_dd(const std::string& dir, uint64_t block_bytes, uint64_t count) {
+  const std::string path = scratch_path(dir, "dd");
+  const std::string sizes = " bs=" + std::to_string(block_bytes) + " count=" + std::to_string(count);
+  const std::string write_command = "dd if=/dev/zero of=" + path + sizes + " oflag=direct conv=fsync";
+  const std::string read_command = "dd if=" + path + " of=/dev/null" + sizes + " iflag=direct";
+  try {
+    DdRun write = parse_dd_report(run_command(write_command));
+    write.command = write_command;
+    DdRun read = parse_dd_report(run_command(read_command));
+    read.command = read_command;
+    std::filesystem::remove(path);
+    return {write, read};
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
+}
+
+}  // namespace kvtier::hw

@@ -1,0 +1,49 @@
+// Disk measurements for calibration and for the store's speed target: our own O_DIRECT timings by block
+// size and queue depth, and `dd` with O_DIRECT on the same file system as the yardstick.
+//
+// measure_disk() writes and then reads a fresh preallocated file through the same DirectFile the NVMe
+// store uses, `queue_depth` blocking I/Os in flight. run_dd() runs the system's dd (coreutils) with
+// oflag=direct / iflag=direct and reads its own report, so the comparison is against a tool everyone
+// trusts rather than against our own loop.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace kvtier::hw {
+
+enum class DiskOp { kWrite, kRead };
+const char* to_string(DiskOp op);
+
+struct DiskSample {
+  DiskOp op = DiskOp::kRead;
+  uint64_t block_bytes = 0;
+  int queue_depth = 1;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double bytes_per_s() const { return static_cast<double>(bytes) / seconds; }
+};
+
+// One write pass and one read pass over `total_bytes` in `block_bytes` I/Os (a fresh file in `dir`).
+// Throws StoreError when the file cannot be created or an I/O fails.
+std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_bytes, int queue_depth,
+                                     uint64_t total_bytes);
+
+struct DdRun {
+  std::string command;
+  uint64_t bytes = 0;
+  double seconds = 0;
+  double bytes_per_s() const { return static_cast<double>(bytes) / seconds; }
+};
+
+// Runs `dd` writing then reading `count` blocks of `block_bytes` with O_DIRECT in `dir`; removes its
+// file. Throws std::runtime_error with dd's own output when dd fails.
+std::pair<DdRun, DdRun> run_dd(const std::string& dir, uint64_t block_bytes, uint64_t count);
+
+// Bytes and seconds from dd's summary line ("268435456 bytes (268 MB, 256 MiB) copied, 0.21 s, 1.3 GB/s").
+// Throws std::runtime_error when the text holds no such line.
+DdRun parse_dd_report(std::string_view report);
+
+}  // namespace kvtier::hw

@@ -1,0 +1,32 @@
+// Times GPU work with device events: the median of several runs after a warm-up.
+//
+// `enqueue` puts the work on `stream` (and may fork other streams off it, as long as it joins them back
+// into `stream` before returning); the timing spans from an event recorded before it to one after it.
+#pragma once
+
+#include <algorithm>
+#include <vector>
+
+#include "gpu/device_buffer.h"
+
+namespace kvtier::hw {
+
+template <typename Enqueue>
+double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5) {
+  enqueue();  // warm-up: first-touch of pages, lazy module loading, DMA engine start
+  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+  gpu::Event start;
+  gpu::Event stop;
+  std::vector<double> seconds;
+  for (int run = 0; run < runs; ++run) {
+    start.record(stream);
+    enqueue();
+    stop.record(stream);
+    stop.synchronize();
+    seconds.push_back(stop.elapsed_ms_since(start) * 1e-3);
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + runs / 2, seconds.end());
+  return seconds[runs / 2];
+}
+
+}  // namespace kvtier::hw
