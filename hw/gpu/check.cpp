@@ -1,5 +1,6 @@
 #include "gpu/check.h"
 
+#include <algorithm>
 #include <cstdio>
 
 namespace kvtier::gpu {
@@ -18,6 +19,14 @@ int visible_device_count() {
     return 0;
   }
   return count;
+}
+
+int resident_blocks(int threads_per_block) {
+  int device = 0, processors = 0, threads = 0;
+  KVTIER_GPU_CHECK(gpuGetDevice(&device));
+  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&processors, gpuDevAttrMultiProcessorCount, device));
+  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&threads, gpuDevAttrMaxThreadsPerMultiProcessor, device));
+  return processors * std::max(1, threads / threads_per_block);
 }
 
 std::string current_device_description() {

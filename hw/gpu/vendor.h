@@ -38,6 +38,9 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuGetDevice cudaGetDevice
 #define gpuSetDevice cudaSetDevice
 #define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+#define gpuDevAttrMaxThreadsPerMultiProcessor cudaDevAttrMaxThreadsPerMultiProcessor
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuDriverGetVersion cudaDriverGetVersion
@@ -109,6 +112,9 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuGetDevice hipGetDevice
 #define gpuSetDevice hipSetDevice
 #define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define gpuDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuMemGetInfo hipMemGetInfo
 #define gpuDriverGetVersion hipDriverGetVersion

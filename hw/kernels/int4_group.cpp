@@ -52,10 +52,10 @@ void int4_group_quantize_reference(const Int4GroupParams& params, std::span<cons
       }
       uint16_t zero_h = float_to_fp16(lo);
       uint16_t scale_h = float_to_fp16((hi - lo) / 15.0f);
-      float zero = fp16_to_float(zero_h), scale = fp16_to_float(scale_h);
+      float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
       for (int i = first; i < first + g; i += 2) {
-        uint32_t even = affine_nibble(bf16_to_float(in[i]), zero, scale);
-        uint32_t odd = affine_nibble(bf16_to_float(in[i + 1]), zero, scale);
+        uint32_t even = affine_nibble(bf16_to_float(in[i]), zero, inverse);
+        uint32_t odd = affine_nibble(bf16_to_float(in[i + 1]), zero, inverse);
         record[i / 2] = static_cast<uint8_t>(even | (odd << 4));
       }
       uint8_t* p = group_params + (first / g) * 4;

@@ -47,7 +47,12 @@ struct PoolSet {
   std::vector<std::vector<std::byte>> host;
   std::vector<DeviceBuffer<std::byte>> device;
 
-  explicit PoolSet(uint32_t seed) {
+  PoolSet(uint32_t seed, std::vector<int64_t> bytes, std::vector<int64_t> page_strides)
+      : page_bytes(std::move(bytes)), strides(std::move(page_strides)) {
+    fill(seed);
+  }
+  explicit PoolSet(uint32_t seed) { fill(seed); }
+  void fill(uint32_t seed) {
     for (size_t g = 0; g < page_bytes.size(); ++g) {
       host.push_back(random_bytes(static_cast<size_t>(strides[g] * pages), seed + static_cast<uint32_t>(g)));
       device.emplace_back(host[g].size());
@@ -105,6 +110,34 @@ TEST_F(GpuKernels, ScatterMatchesReferenceAndLeavesOtherBytesAlone) {
     std::vector<std::byte> got(pools.host[g].size());
     pools.device[g].download(got.data(), got.size());
     ASSERT_EQ(got, pools.host[g]) << "group " << g;
+  }
+}
+
+TEST_F(GpuKernels, WordAlignedGroupsTakeTheFastPathAndMatchReference) {
+  // A bf16 group beside a packed-uint8 group (8 x 136 B slots) and an empty group, all 16-byte multiples.
+  PoolSet pools(60, {12288, 1088, 0, 4096}, {12288 + 512, 1088, 16, 4096});
+  std::vector<int64_t> ids = shuffled_ids(pools.pages, 41, 61);
+  DeviceBuffer<int64_t> device_ids(ids.size());
+  device_ids.upload(ids.data(), ids.size());
+  const size_t staged = ids.size() * staged_page_bytes(pools.groups(false));
+  std::vector<std::byte> expected(staged);
+  copy_pages_reference(TransferDirection::kGather, pools.groups(false), ids, expected.data());
+  DeviceBuffer<std::byte> staging(staged);
+  copy_pages(TransferDirection::kGather, pools.groups(true), device_ids.data(), ids.size(), staging.data(),
+             nullptr);
+  std::vector<std::byte> got(staged);
+  staging.download(got.data(), staged);
+  ASSERT_EQ(got, expected);
+
+  std::vector<std::byte> incoming = random_bytes(staged, 62);
+  staging.upload(incoming.data(), staged);
+  copy_pages_reference(TransferDirection::kScatter, pools.groups(false), ids, incoming.data());
+  copy_pages(TransferDirection::kScatter, pools.groups(true), device_ids.data(), ids.size(), staging.data(),
+             nullptr);
+  for (size_t g = 0; g < pools.host.size(); ++g) {
+    std::vector<std::byte> pool(pools.host[g].size());
+    pools.device[g].download(pool.data(), pool.size());
+    ASSERT_EQ(pool, pools.host[g]) << "group " << g;
   }
 }
 

@@ -101,11 +101,16 @@ KVTIER_HD uint32_t codebook_index(const float* boundaries, float z) {
   return index;
 }
 
-// Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale: round((x - zero) / scale)
-// clamped to [0, 15]; 0 where the scale is 0 (a constant group).
-KVTIER_HD uint32_t affine_nibble(float x, float zero, float scale) {
-  if (!(scale > 0.0f)) return 0;
-  float q = (x - zero) / scale + 0.5f;
+// The reciprocal affine_nibble multiplies by: 1 / scale, or 0 for a constant group (scale 0). One
+// division per group instead of one per element (a division is a dozen instructions on a GPU).
+KVTIER_HD float inverse_scale(float scale) {
+  return scale > 0.0f ? 1.0f / scale : 0.0f;
+}
+
+// Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale:
+// round((x - zero) * inverse_scale(scale)) clamped to [0, 15].
+KVTIER_HD uint32_t affine_nibble(float x, float zero, float inverse) {
+  float q = (x - zero) * inverse + 0.5f;
   if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
   uint32_t n = static_cast<uint32_t>(q);
   return n > 15u ? 15u : n;

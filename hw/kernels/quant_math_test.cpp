@@ -85,7 +85,8 @@ TEST(AffineNibble, RoundsAndClamps) {
   EXPECT_EQ(affine_nibble(2.5f, 0.0f, 1.0f), 3u);  // halves round up
   EXPECT_EQ(affine_nibble(99.0f, 0.0f, 1.0f), 15u);
   EXPECT_EQ(affine_nibble(-1.0f, 0.0f, 1.0f), 0u);
-  EXPECT_EQ(affine_nibble(5.0f, 5.0f, 0.0f), 0u);  // constant group
+  EXPECT_EQ(affine_nibble(5.0f, 5.0f, inverse_scale(0.0f)), 0u);  // constant group
+  EXPECT_EQ(affine_nibble(0.75f, 0.0f, inverse_scale(0.25f)), 3u);
   EXPECT_EQ(affine_value(3, 1.0f, 0.5f), 2.5f);
 }
 

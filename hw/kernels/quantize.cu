@@ -5,6 +5,7 @@
 // The Walsh-Hadamard stages shorter than E run in registers, the longer ones exchange with lane
 // (l XOR h/E) through shuffles; the norm and min/max reductions are butterflies over the 32 lanes, in the
 // order turboquant.h fixes. int4 mapping: g/8 lanes per group, 8 elements (one 16-byte load) per lane.
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -131,6 +132,9 @@ __global__ void __launch_bounds__(kThreads)
   load_codebook(params.codebook, centroids, boundaries);
   const int d = E * kLanes, lane = threadIdx.x % kLanes;
   const TurboQuantSlotOffsets at{0, d / 2, d / 2 + 2, d + 2, d + 4, d + 6};
+  float sign[E];  // this lane's rotation signs, the same for every vector
+#pragma unroll
+  for (int i = 0; i < E; ++i) sign[i] = rotation_sign(params.rotation_seed, lane * E + i);
   for (int64_t n = int64_t{blockIdx.x} * kTeamsPerBlock + threadIdx.x / kLanes; n < vectors;
        n += int64_t{gridDim.x} * kTeamsPerBlock) {
     uint8_t* slot = slots + n * params.slot_bytes;
@@ -145,7 +149,7 @@ __global__ void __launch_bounds__(kThreads)
       sum = sum + gpu::shfl_xor(sum, distance, kLanes);
     const float norm = sqrtf(sum);
 #pragma unroll
-    for (int i = 0; i < E; ++i) x[i] *= rotation_sign(params.rotation_seed, lane * E + i);
+    for (int i = 0; i < E; ++i) x[i] *= sign[i];
     walsh_hadamard<E>(x, lane, d);
     const float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;
 #pragma unroll
@@ -165,9 +169,9 @@ __global__ void __launch_bounds__(kThreads)
       hi = fmaxf(hi, gpu::shfl_xor(hi, distance, kLanes));
     }
     const uint16_t zero_h = float_to_fp16(lo), scale_h = float_to_fp16((hi - lo) / 15.0f);
-    const float zero = fp16_to_float(zero_h), scale = fp16_to_float(scale_h);
+    const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
 #pragma unroll
-    for (int i = 0; i < E; ++i) nibble[i] = affine_nibble(x[i], zero, scale);
+    for (int i = 0; i < E; ++i) nibble[i] = affine_nibble(x[i], zero, inverse);
     store_nibbles<E>(nibble, lane, slot + at.v_data);
     if (lane == 0) {
       store_fp16(slot + at.k_norm, float_to_fp16(norm));
@@ -187,6 +191,9 @@ __global__ void __launch_bounds__(kThreads)
   const int d = E * kLanes, lane = threadIdx.x % kLanes;
   const TurboQuantSlotOffsets at{0, d / 2, d / 2 + 2, d + 2, d + 4, d + 6};
   const float inverse_d = 1.0f / static_cast<float>(d);
+  float sign[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) sign[i] = rotation_sign(params.rotation_seed, lane * E + i);
   for (int64_t n = int64_t{blockIdx.x} * kTeamsPerBlock + threadIdx.x / kLanes; n < vectors;
        n += int64_t{gridDim.x} * kTeamsPerBlock) {
     const uint8_t* slot = slots + n * params.slot_bytes;
@@ -198,7 +205,7 @@ __global__ void __launch_bounds__(kThreads)
     walsh_hadamard<E>(x, lane, d);
     const float scale = fp16_to_float(load_fp16(slot + at.k_norm)) * inverse_d;
 #pragma unroll
-    for (int i = 0; i < E; ++i) x[i] = rotation_sign(params.rotation_seed, lane * E + i) * x[i] * scale;
+    for (int i = 0; i < E; ++i) x[i] = sign[i] * x[i] * scale;
     store_bf16<E>(x, k + n * d + lane * E);
 
     const float zero = fp16_to_float(load_fp16(slot + at.v_zero));
@@ -214,15 +221,15 @@ __global__ void __launch_bounds__(kThreads)
 // runs the same number of rounds so that the shuffles see all their partners.
 __global__ void __launch_bounds__(kThreads)
     int4_group_quantize_kernel(Int4GroupParams params, const uint16_t* x, uint8_t* records, int64_t rows) {
-  const int lanes = params.group_size / 8, lane = threadIdx.x % lanes;
-  const int groups_per_row = params.row_elements / params.group_size;
-  const int64_t groups = rows * groups_per_row;
-  const int64_t teams = int64_t{gridDim.x} * (kThreads / lanes);
-  for (int64_t round = 0; round < groups; round += teams) {
-    const int64_t item = round + (int64_t{blockIdx.x} * kThreads + threadIdx.x) / lanes;
+  const uint32_t lanes = params.group_size / 8, lane = threadIdx.x % lanes;
+  const uint32_t groups_per_row = params.row_elements / params.group_size;
+  const uint32_t groups = static_cast<uint32_t>(rows) * groups_per_row;  // < 2^32: checked by the launcher
+  const uint32_t teams = gridDim.x * (kThreads / lanes);
+  for (uint32_t round = 0; round < groups; round += teams) {
+    const uint32_t item = round + (blockIdx.x * kThreads + threadIdx.x) / lanes;
     const bool active = item < groups;
     const int64_t row = active ? item / groups_per_row : 0;
-    const int group = active ? static_cast<int>(item % groups_per_row) : 0;
+    const uint32_t group = active ? item % groups_per_row : 0;
     float value[8];
     load_bf16<8>(x + row * params.row_elements + group * params.group_size + lane * 8, value);
     float lo = INFINITY, hi = -INFINITY;
@@ -237,10 +244,10 @@ __global__ void __launch_bounds__(kThreads)
     }
     if (!active) continue;
     const uint16_t zero_h = float_to_fp16(lo), scale_h = float_to_fp16((hi - lo) / 15.0f);
-    const float zero = fp16_to_float(zero_h), scale = fp16_to_float(scale_h);
+    const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
     unsigned int packed = 0;
 #pragma unroll
-    for (int i = 0; i < 8; ++i) packed |= affine_nibble(value[i], zero, scale) << (4 * i);
+    for (int i = 0; i < 8; ++i) packed |= affine_nibble(value[i], zero, inverse) << (4 * i);
     uint8_t* record = records + row * params.record_bytes();
     reinterpret_cast<unsigned int*>(record + group * params.group_size / 2)[lane] = packed;
     if (lane == 0) {
@@ -252,13 +259,13 @@ __global__ void __launch_bounds__(kThreads)
 
 __global__ void __launch_bounds__(kThreads)
     int4_group_dequantize_kernel(Int4GroupParams params, const uint8_t* records, uint16_t* x, int64_t rows) {
-  const int lanes = params.group_size / 8, lane = threadIdx.x % lanes;
-  const int groups_per_row = params.row_elements / params.group_size;
-  const int64_t groups = rows * groups_per_row;
-  for (int64_t item = (int64_t{blockIdx.x} * kThreads + threadIdx.x) / lanes; item < groups;
-       item += int64_t{gridDim.x} * (kThreads / lanes)) {
+  const uint32_t lanes = params.group_size / 8, lane = threadIdx.x % lanes;
+  const uint32_t groups_per_row = params.row_elements / params.group_size;
+  const uint32_t groups = static_cast<uint32_t>(rows) * groups_per_row;  // < 2^32: checked by the launcher
+  for (uint32_t item = (blockIdx.x * kThreads + threadIdx.x) / lanes; item < groups;
+       item += gridDim.x * (kThreads / lanes)) {
     const int64_t row = item / groups_per_row;
-    const int group = static_cast<int>(item % groups_per_row);
+    const uint32_t group = item % groups_per_row;
     const uint8_t* record = records + row * params.record_bytes();
     const unsigned int packed =
         reinterpret_cast<const unsigned int*>(record + group * params.group_size / 2)[lane];
@@ -280,9 +287,12 @@ void require_aligned(const void* p, uintptr_t alignment, const char* what) {
   }
 }
 
+// Enough blocks for every item, but no more than the GPU holds at once: the kernels stride over the
+// rest, so per-lane setup (codebook, rotation signs) is paid once per resident thread.
 unsigned blocks_for(int64_t items, int64_t items_per_block) {
+  static const int64_t resident = gpu::resident_blocks(kThreads);
   int64_t blocks = (items + items_per_block - 1) / items_per_block;
-  return static_cast<unsigned>(blocks < (1 << 20) ? blocks : (1 << 20));
+  return static_cast<unsigned>(blocks < resident ? blocks : resident);
 }
 
 void check_turboquant(const TurboQuantParams& params, const void* a, const void* b) {
@@ -312,8 +322,11 @@ void with_elements_per_lane(int head_dim, F&& f) {
   }
 }
 
-void check_int4(const Int4GroupParams& params, const void* x, const void* records) {
+void check_int4(const Int4GroupParams& params, const void* x, const void* records, int64_t rows) {
   const int g = params.group_size;
+  if (rows > 0 && rows * (params.row_elements / std::max(g, 1)) >= (int64_t{1} << 32)) {
+    throw std::invalid_argument("int4: more than 2^32 groups in one launch; split the call");
+  }
   if (g < 8 || g > 256 || (g & (g - 1)) != 0 || params.row_elements % g != 0) {
     throw std::invalid_argument("int4: bad params; build them with int4_group_params()");
   }
@@ -347,7 +360,7 @@ void turboquant_dequantize(const TurboQuantParams& params, const uint8_t* slots,
 
 void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8_t* records, int64_t rows,
                          gpuStream_t stream) {
-  check_int4(params, x, records);
+  check_int4(params, x, records, rows);
   if (rows <= 0) return;
   const int64_t groups = rows * (params.row_elements / params.group_size);
   int4_group_quantize_kernel<<<blocks_for(groups, kThreads / (params.group_size / 8)), kThreads, 0, stream>>>(
@@ -357,7 +370,7 @@ void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8
 
 void int4_group_dequantize(const Int4GroupParams& params, const uint8_t* records, uint16_t* x, int64_t rows,
                            gpuStream_t stream) {
-  check_int4(params, x, records);
+  check_int4(params, x, records, rows);
   if (rows <= 0) return;
   const int64_t groups = rows * (params.row_elements / params.group_size);
   int4_group_dequantize_kernel<<<blocks_for(groups, kThreads / (params.group_size / 8)), kThreads, 0,

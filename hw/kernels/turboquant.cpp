@@ -148,8 +148,8 @@ void turboquant_quantize_reference(const TurboQuantParams& params, std::span<con
     }
     uint16_t zero_h = float_to_fp16(lo);
     uint16_t scale_h = float_to_fp16((hi - lo) / 15.0f);
-    float zero = fp16_to_float(zero_h), scale = fp16_to_float(scale_h);
-    for (int i = 0; i < d; ++i) nibbles[i] = affine_nibble(x[i], zero, scale);
+    float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
+    for (int i = 0; i < d; ++i) nibbles[i] = affine_nibble(x[i], zero, inverse);
     pack_nibbles(nibbles.data(), d, slot + at.v_data);
     put_fp16(slot + at.v_scale, scale_h);
     put_fp16(slot + at.v_zero, zero_h);
