@@ -12,13 +12,13 @@
 namespace kvtier {
 
 struct Request {
-  uint64_t id = 0;               // unique within a replay, in issue order
-  double arrival_s = 0;          // open loop: offset from the trace start
-  int64_t session_id = -1;       // -1 when the trace has no sessions
-  int32_t turn = 0;              // 0-based turn within the session
+  uint64_t id = 0;          // unique within a replay, in issue order
+  double arrival_s = 0;     // open loop: offset from the trace start
+  int64_t session_id = -1;  // -1 when the trace has no sessions
+  int32_t turn = 0;         // 0-based turn within the session
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  double think_time_s = 0;       // closed loop: pause after this turn completes, before the next
+  double think_time_s = 0;  // closed loop: pause after this turn completes, before the next
   std::vector<uint64_t> block_ids;
 };
 

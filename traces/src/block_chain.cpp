@@ -1,0 +1,72 @@
+#include "block_chain.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace kvtier {
+namespace {
+
+// Chain ids start from this constant so that a one-block chain is not the bare content hash.
+constexpr uint64_t kChainRoot = 0x6b76746965722d31ULL;  // "kvtier-1"
+
+}  // namespace
+
+uint64_t mix_ids(uint64_t a, uint64_t b) {
+  uint64_t x = a ^ (std::rotl(b, 23) + 0x9e3779b97f4a7c15ULL);
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+void chain_blocks(const std::vector<Segment>& segments, int64_t block_tokens, size_t first_block,
+                  std::vector<uint64_t>& ids) {
+  int64_t total = 0;
+  for (const Segment& s : segments) total += s.tokens;
+  size_t blocks = static_cast<size_t>((total + block_tokens - 1) / block_tokens);
+  ids.resize(blocks);
+  if (first_block >= blocks) return;
+
+  // Walk to the segment holding the first token of `first_block`.
+  int64_t position = static_cast<int64_t>(first_block) * block_tokens;
+  size_t segment = 0;
+  int64_t segment_start = 0;
+  while (segment_start + segments[segment].tokens <= position) segment_start += segments[segment++].tokens;
+
+  uint64_t chain = first_block == 0 ? kChainRoot : ids[first_block - 1];
+  for (size_t block = first_block; block < blocks; ++block) {
+    int64_t block_end = std::min(position + block_tokens, total);
+    uint64_t content = 0;
+    while (position < block_end) {
+      int64_t piece_end = std::min(block_end, segment_start + segments[segment].tokens);
+      content = mix_ids(content, segments[segment].key);
+      content = mix_ids(content, static_cast<uint64_t>(position - segment_start));
+      content = mix_ids(content, static_cast<uint64_t>(piece_end - segment_start));
+      position = piece_end;
+      if (position == segment_start + segments[segment].tokens && segment + 1 < segments.size()) {
+        segment_start += segments[segment++].tokens;
+      }
+    }
+    chain = mix_ids(chain, content);
+    ids[block] = chain;
+  }
+}
+
+void reblock(const std::vector<uint64_t>& source_ids, int64_t source_block_tokens, int64_t input_tokens,
+             int64_t block_tokens, std::vector<uint64_t>& out) {
+  if (block_tokens == source_block_tokens) {
+    out = source_ids;
+    return;
+  }
+  std::vector<Segment> segments;
+  segments.reserve(source_ids.size());
+  int64_t covered = 0;
+  for (uint64_t id : source_ids) {
+    int64_t tokens = std::min(source_block_tokens, input_tokens - covered);
+    if (tokens <= 0) break;
+    segments.push_back({id, tokens});
+    covered += tokens;
+  }
+  chain_blocks(segments, block_tokens, 0, out);
+}
+
+}  // namespace kvtier

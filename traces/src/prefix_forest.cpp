@@ -1,0 +1,136 @@
+#include "prefix_forest.h"
+
+#include <algorithm>
+
+namespace kvtier {
+namespace {
+
+constexpr size_t kInitialSlots = 1 << 16;
+
+// Ids from traces may be small consecutive integers (Mooncake): spread them before masking.
+inline uint64_t spread(uint64_t id) {
+  id ^= id >> 33;
+  id *= 0xff51afd7ed558ccdULL;
+  return id ^ (id >> 33);
+}
+
+}  // namespace
+
+IdIndex::IdIndex() : slots_(kInitialSlots, Slot{0, kAbsent}) {}
+
+size_t IdIndex::slot_of(uint64_t id) const {
+  size_t mask = slots_.size() - 1;
+  size_t slot = spread(id) & mask;
+  while (slots_[slot].value != kAbsent && slots_[slot].id != id) slot = (slot + 1) & mask;
+  return slot;
+}
+
+uint32_t IdIndex::find(uint64_t id) const {
+  return slots_[slot_of(id)].value;
+}
+
+uint32_t IdIndex::insert(uint64_t id, uint32_t value) {
+  size_t slot = slot_of(id);
+  if (slots_[slot].value != kAbsent) return slots_[slot].value;
+  if (2 * (used_ + 1) > slots_.size()) {  // keep the load under one half: short probe runs
+    grow();
+    slot = slot_of(id);
+  }
+  slots_[slot] = {id, value};
+  ++used_;
+  return value;
+}
+
+void IdIndex::grow() {
+  std::vector<Slot> old(slots_.size() * 2, Slot{0, kAbsent});
+  old.swap(slots_);
+  for (const Slot& s : old) {
+    if (s.value != kAbsent) slots_[slot_of(s.id)] = s;
+  }
+}
+
+void ChunkedIds::append(const uint64_t* first, const uint64_t* last) {
+  while (first != last) {
+    if ((size_ & kChunkMask) == 0 && (size_ >> kChunkBits) == chunks_.size()) {
+      chunks_.push_back(std::make_unique_for_overwrite<uint64_t[]>(kChunkMask + 1));
+    }
+    size_t room = kChunkMask + 1 - (size_ & kChunkMask);
+    size_t count = std::min<size_t>(room, static_cast<size_t>(last - first));
+    std::copy(first, first + count, &chunks_[size_ >> kChunkBits][size_ & kChunkMask]);
+    first += count;
+    size_ += count;
+  }
+}
+
+uint32_t PrefixForest::deepest_sample(const std::vector<uint64_t>& ids, size_t& depth) const {
+  // Sampled depths are kSampleStride * m + kSampleStride - 1; seen-ness is monotone along the chain.
+  size_t lo = 0, hi = ids.size() / kSampleStride;  // samples [0, lo) seen, [hi, ...) not
+  uint32_t found = kNone;  // the node of the last seen probe, which ends up being sample lo - 1
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    uint32_t node = samples_.find(ids[mid * kSampleStride + kSampleStride - 1]);
+    if (node != kNone) {
+      lo = mid + 1;
+      found = node;
+    } else {
+      hi = mid;
+    }
+  }
+  if (lo > 0) depth = (lo - 1) * kSampleStride + kSampleStride - 1;
+  return found;
+}
+
+PrefixForest::Placement PrefixForest::add(const std::vector<uint64_t>& ids) {
+  Placement placement{0, true};
+  if (ids.empty()) return placement;
+  size_t depth = 0;
+  uint32_t node = deepest_sample(ids, depth);
+  if (node == kNone) {  // start from the root of the request's first block
+    depth = 0;
+    uint32_t run = heads_.find(ids[0]);
+    if (run != kNone && runs_[run].parent != kNone) {
+      placement.consistent = false;
+      run = kNone;
+    }
+    node = run == kNone ? kNone : runs_[run].first;
+  }
+  if (node != kNone) {
+    // Walk forward while the next node in memory holds the next id (ids name prefixes, so an equal id
+    // there is this chain's next block, in the same run or in a run hung right below), else hop into a
+    // child run through the head index.
+    while (depth + 1 < ids.size()) {
+      uint64_t next = ids[depth + 1];
+      if (node + 1 < node_id_.size() && node_id_[node + 1] == next) {
+        ++node;
+        ++depth;
+        continue;
+      }
+      uint32_t run = heads_.find(next);
+      if (run == kNone) break;
+      if (runs_[run].parent != node) {
+        placement.consistent = false;
+        break;
+      }
+      node = runs_[run].first;
+      ++depth;
+    }
+    placement.hit_blocks = depth + 1;
+  }
+  if (placement.hit_blocks < ids.size()) append_run(ids, placement.hit_blocks, node);
+  return placement;
+}
+
+void PrefixForest::append_run(const std::vector<uint64_t>& ids, size_t from, uint32_t parent) {
+  uint32_t first = static_cast<uint32_t>(node_id_.size());
+  uint32_t run = static_cast<uint32_t>(runs_.size());
+  runs_.push_back({first, parent});
+  node_id_.append(ids.data() + from, ids.data() + ids.size());
+  heads_.insert(ids[from], run);
+  size_t sample =
+      from % kSampleStride == kSampleStride - 1 ? from : from + (kSampleStride - 1 - from % kSampleStride);
+  for (; sample < ids.size(); sample += kSampleStride) {
+    samples_.insert(ids[sample], first + static_cast<uint32_t>(sample - from));
+  }
+}
+
+}  // namespace kvtier

@@ -1,0 +1,165 @@
+#include "trace_stats.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <tuple>
+#include <unordered_map>
+
+#include "prefix_forest.h"
+
+namespace kvtier {
+namespace {
+
+// Last-use times of the sampled block ids: an id is followed when its hash, taken as a fraction of the
+// hash space, falls below 1 / sampling (the same ids on every run and every trace).
+class ReuseSampler {
+ public:
+  explicit ReuseSampler(int64_t sampling)
+      : shift_(static_cast<int>(std::bit_width(uint64_t(sampling))) - 1) {}
+
+  // Calls count(gap) for sampled hit blocks and stamps every sampled block with `now`.
+  template <typename Count>
+  void visit(const std::vector<uint64_t>& ids, size_t hit_blocks, double now, Count count) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!sampled(ids[i])) continue;
+      uint32_t slot = index_.insert(ids[i], static_cast<uint32_t>(last_use_.size()));
+      if (slot == last_use_.size()) {
+        last_use_.push_back(now);
+        continue;
+      }
+      if (i < hit_blocks) count(now - last_use_[slot]);
+      last_use_[slot] = now;
+    }
+  }
+
+ private:
+  bool sampled(uint64_t id) const {
+    return shift_ == 0 || ((id * 0x9e3779b97f4a7c15ULL) >> (64 - shift_)) == 0;
+  }
+
+  int shift_;
+  IdIndex index_;
+  std::vector<double> last_use_;
+};
+
+std::vector<ReuseBucket> reuse_buckets() {
+  double inf = std::numeric_limits<double>::infinity();
+  return {{"< 1 s", 1, 0},      {"1-10 s", 10, 0},      {"10-60 s", 60, 0},
+          {"1-10 min", 600, 0}, {"10-60 min", 3600, 0}, {">= 1 h", inf, 0}};
+}
+
+class StatsBuilder {
+ public:
+  StatsBuilder(int64_t block_tokens, int64_t reuse_sampling) : reuse_(reuse_sampling) {
+    stats_.block_tokens = block_tokens;
+    stats_.reuse = reuse_buckets();
+    stats_.reuse_sampling = reuse_sampling;
+  }
+
+  void add(const Request& r) {
+    ++stats_.requests;
+    first_arrival_ = std::min(first_arrival_, r.arrival_s);
+    last_arrival_ = std::max(last_arrival_, r.arrival_s);
+    inputs_.push_back(r.input_tokens);
+    outputs_.push_back(r.output_tokens);
+    add_blocks(r);
+    if (r.session_id >= 0) add_turn(r);
+  }
+
+  TraceStats finish(int64_t skipped_lines) {
+    stats_.duration_s = stats_.requests ? last_arrival_ - first_arrival_ : 0;
+    stats_.input_tokens = summarize(inputs_);
+    stats_.output_tokens = summarize(outputs_);
+    stats_.unique_blocks = forest_.unique_blocks();
+    stats_.sessions = static_cast<int64_t>(last_input_.size());
+    if (stats_.growth_samples > 0) stats_.mean_growth_tokens = growth_sum_ / double(stats_.growth_samples);
+    for (size_t b = 0; b < turn_sums_.size(); ++b) {
+      if (turn_counts_[b] == 0) continue;
+      int32_t first = b == 0 ? 0 : int32_t{1} << (b - 1);
+      int32_t last = b == 0 ? 0 : (int32_t{1} << b) - 1;
+      stats_.growth.push_back({first, last, turn_counts_[b], turn_sums_[b] / double(turn_counts_[b])});
+    }
+    stats_.skipped_lines = skipped_lines;
+    return stats_;
+  }
+
+ private:
+  void add_blocks(const Request& r) {
+    PrefixForest::Placement placement = forest_.add(r.block_ids);
+    if (!placement.consistent) ++stats_.prefix_violations;
+    int64_t hit = static_cast<int64_t>(placement.hit_blocks);
+    stats_.total_blocks += static_cast<int64_t>(r.block_ids.size());
+    stats_.hit_blocks += hit;
+    stats_.total_tokens += r.input_tokens;
+    stats_.hit_tokens += std::min(r.input_tokens, hit * stats_.block_tokens);
+    reuse_.visit(r.block_ids, placement.hit_blocks, r.arrival_s, [this](double gap) { count_reuse(gap); });
+  }
+
+  void count_reuse(double gap_s) {
+    size_t b = 0;
+    while (gap_s >= stats_.reuse[b].upper_s) ++b;
+    ++stats_.reuse[b].blocks;
+  }
+
+  void add_turn(const Request& r) {
+    auto [it, first_seen] = last_input_.try_emplace(r.session_id, r.input_tokens);
+    if (!first_seen) {
+      growth_sum_ += double(r.input_tokens - it->second);
+      ++stats_.growth_samples;
+      it->second = r.input_tokens;
+    }
+    size_t bucket = r.turn <= 0 ? 0 : static_cast<size_t>(std::bit_width(static_cast<uint32_t>(r.turn)));
+    if (turn_sums_.size() <= bucket) {
+      turn_sums_.resize(bucket + 1, 0);
+      turn_counts_.resize(bucket + 1, 0);
+    }
+    turn_sums_[bucket] += double(r.input_tokens);
+    ++turn_counts_[bucket];
+  }
+
+  static LengthSummary summarize(std::vector<int64_t>& values) {
+    LengthSummary s;
+    if (values.empty()) return s;
+    double sum = 0;
+    for (int64_t v : values) sum += double(v);
+    s.mean = sum / double(values.size());
+    auto rank = [&](double q) {
+      size_t k = static_cast<size_t>(std::ceil(q * double(values.size()))) - 1;
+      std::nth_element(values.begin(), values.begin() + long(k), values.end());
+      return values[k];
+    };
+    s.p50 = rank(0.50);
+    s.p90 = rank(0.90);
+    s.p99 = rank(0.99);
+    s.max = *std::max_element(values.begin(), values.end());
+    return s;
+  }
+
+  TraceStats stats_;
+  PrefixForest forest_;
+  ReuseSampler reuse_;
+  double first_arrival_ = std::numeric_limits<double>::infinity();
+  double last_arrival_ = -std::numeric_limits<double>::infinity();
+  std::vector<int64_t> inputs_, outputs_;
+  std::unordered_map<int64_t, int64_t> last_input_;  // session -> input tokens of its latest turn
+  double growth_sum_ = 0;
+  std::vector<double> turn_sums_;
+  std::vector<int64_t> turn_counts_;
+};
+
+}  // namespace
+
+TraceStats compute_trace_stats(RequestStream& stream, const TraceStatsOptions& options) {
+  if (options.reuse_sampling < 1 || !std::has_single_bit(static_cast<uint64_t>(options.reuse_sampling))) {
+    throw ConfigError("reuse sampling must be a power of two (1 follows every block), got " +
+                      std::to_string(options.reuse_sampling));
+  }
+  StatsBuilder builder(stream.block_tokens(), options.reuse_sampling);
+  Request request;
+  while (stream.next(request)) builder.add(request);
+  return builder.finish(stream.skipped_lines());
+}
+
+}  // namespace kvtier
