@@ -1,11 +1,11 @@
 #include "gemm_probe.h"
 
 #include <algorithm>
-#include <random>
 #include <stdexcept>
 
 #include "event_timer.h"
 #include "gpu_memory.h"
+#include "tool_support.h"
 
 #if defined(KVTIER_GPU_CUDA)
 #include <cublas_v2.h>
@@ -78,24 +78,6 @@ void gemm_bf16(BlasHandle handle, const GemmShape& s, const void* a, const void*
 }
 #endif
 
-// Fills device memory with random bf16 values in [-1, 1) from a 64 MiB host pattern copied repeatedly.
-void fill_random_bf16(std::byte* device, uint64_t bytes) {
-  const uint64_t pattern_bytes = std::min<uint64_t>(bytes, 64ull << 20);
-  std::vector<uint16_t> pattern(pattern_bytes / 2);
-  std::mt19937 rng(11);
-  std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  for (uint16_t& element : pattern) {
-    const float f = value(rng);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    element = static_cast<uint16_t>(bits >> 16);  // bf16 is the top half of an fp32
-  }
-  for (uint64_t offset = 0; offset < bytes; offset += pattern_bytes) {
-    KVTIER_GPU_CHECK(gpuMemcpy(device + offset, pattern.data(), std::min(pattern_bytes, bytes - offset),
-                               gpuMemcpyHostToDevice));
-  }
-}
-
 }  // namespace
 
 std::vector<GemmSample> measure_gemms(const std::string& model_name, const std::vector<GemmShape>& shapes) {
@@ -109,8 +91,8 @@ std::vector<GemmSample> measure_gemms(const std::string& model_name, const std::
       MemoryRegion a = allocate_device_region(static_cast<uint64_t>(shape.m * shape.k * 2));
       MemoryRegion b = allocate_device_region(static_cast<uint64_t>(shape.k * shape.n * 2));
       MemoryRegion c = allocate_device_region(static_cast<uint64_t>(shape.m * shape.n * 2));
-      fill_random_bf16(a.data(), a.bytes());
-      fill_random_bf16(b.data(), b.bytes());
+      fill_random_bf16_device(a.data(), a.bytes());
+      fill_random_bf16_device(b.data(), b.bytes());
       const int repeats = 10;
       const double seconds = median_seconds(stream.get(), [&] {
         for (int i = 0; i < repeats; ++i) gemm_bf16(handle, shape, a.data(), b.data(), c.data());

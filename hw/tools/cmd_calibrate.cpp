@@ -1,0 +1,116 @@
+// kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON.
+#include <cstdio>
+#include <memory>
+
+#include "calibration.h"
+#include "commands.h"
+#include "copy_probe.h"
+#include "disk_probe.h"
+#include "embedded_files.h"
+#include "gemm_probe.h"
+#include "gpu/check.h"
+#include "kernel_probe.h"
+#include "model_card.h"
+#include "tool_support.h"
+#include "units.h"
+
+namespace kvtier::hw {
+namespace {
+
+struct CalibrateArguments {
+  std::string hardware = "h200";
+  std::string models = "llama-3.1-8b,llama-3.1-70b";
+  int64_t tokens = 4096;
+  std::string copy_sizes = "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB";
+  std::string disk_blocks = "4KiB,64KiB,1MiB,4MiB";
+  std::string directory = ".";
+  bool skip_disk = false;
+  std::string out;
+};
+
+std::vector<DiskSample> measure_disk_grid(const CalibrateArguments& arguments) {
+  std::vector<DiskSample> samples;
+  for (uint64_t block : parse_size_list("--disk-blocks", arguments.disk_blocks)) {
+    for (int depth : {1, 8}) {
+      // 2,048 I/Os or 256 MiB, whichever is less: enough for a stable rate, short on a slow disk.
+      const uint64_t bytes = std::min<uint64_t>(256ull << 20, block * 2048);
+      for (const DiskSample& s : measure_disk(arguments.directory, block, depth, bytes)) samples.push_back(s);
+    }
+  }
+  return samples;
+}
+
+std::vector<GemmSample> measure_model_gemms(const CalibrateArguments& arguments) {
+  std::vector<GemmSample> samples;
+  if (!gemm_probe_available()) {
+    std::printf("prefill GEMMs: skipped, this build has no vendor BLAS\n");
+    return samples;
+  }
+  for (const std::string& name : split_list(arguments.models)) {
+    const ModelCard model = parse_model_card(load_config(name, "models"));
+    for (const GemmSample& s : measure_gemms(name, prefill_gemm_shapes(model, arguments.tokens)))
+      samples.push_back(s);
+  }
+  return samples;
+}
+
+void run(const CalibrateArguments& arguments) {
+  CalibrationRun calibration{
+      .command = command_line(),
+      .device = gpu::current_device_description(),
+      .reference = parse_hardware(load_config(arguments.hardware, "configs/hardware"))};
+  std::printf("device: %s (peaks from %s)\n", calibration.device.c_str(), calibration.reference.name.c_str());
+  calibration.copies = measure_host_copies(parse_size_list("--copy-sizes", arguments.copy_sizes));
+  calibration.copies.push_back(measure_bidirectional_copy(64ull << 20));
+  calibration.copies.push_back(measure_device_copy(1ull << 30));
+  for (const CopySample& c : calibration.copies) {
+    std::printf("copy %-4s %10s  %s\n", to_string(c.direction),
+                format_bytes(static_cast<double>(c.bytes)).c_str(), rate_text(c.bytes_per_s).c_str());
+  }
+  calibration.kernels = measure_kernel_rates();
+  for (const KernelRate& k : calibration.kernels)
+    std::printf("kernel %-24s %s\n", k.name.c_str(), rate_text(k.bytes_per_s).c_str());
+  calibration.gemms = measure_model_gemms(arguments);
+  for (const GemmSample& g : calibration.gemms) {
+    std::printf("gemm %-14s %-8s %6lldx%-6lldx%-6lld %7.1f TFLOP/s\n", g.model.c_str(), g.shape.name.c_str(),
+                static_cast<long long>(g.shape.m), static_cast<long long>(g.shape.n),
+                static_cast<long long>(g.shape.k), g.flops_per_s() / 1e12);
+  }
+  if (!arguments.skip_disk) {
+    calibration.disk = measure_disk_grid(arguments);
+    for (const DiskSample& d : calibration.disk) {
+      std::printf("disk %-5s %10s qd %2d  %s\n", to_string(d.op),
+                  format_bytes(static_cast<double>(d.block_bytes)).c_str(), d.queue_depth,
+                  rate_text(d.bytes_per_s()).c_str());
+    }
+  }
+  const nlohmann::json json = calibration_json(calibration);
+  std::printf("hardware overlay: %s\n", json["hardware"].dump().c_str());
+  if (!arguments.out.empty()) write_json_file(arguments.out, json);
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto arguments = std::make_shared<CalibrateArguments>();
+  CLI::App* command = app.add_subcommand(
+      "calibrate", "Measure copies, kernels, disk and prefill GEMMs; write the simulator's calibration JSON");
+  command->add_option("--hardware", arguments->hardware, "Hardware file whose peaks efficiencies refer to")
+      ->capture_default_str();
+  command->add_option("--models", arguments->models, "Model cards whose prefill GEMMs are timed")
+      ->capture_default_str();
+  command->add_option("--tokens", arguments->tokens, "Prefill tokens per GEMM")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  command->add_option("--copy-sizes", arguments->copy_sizes, "Host<->device copy sizes")
+      ->capture_default_str();
+  command->add_option("--disk-blocks", arguments->disk_blocks, "Disk I/O sizes")->capture_default_str();
+  command->add_option("--dir", arguments->directory, "Directory on the disk to measure")
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  command->add_flag("--skip-disk", arguments->skip_disk, "Leave the disk out");
+  command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
+  command->callback([arguments] { run(*arguments); });
+}
+
+}  // namespace kvtier::hw

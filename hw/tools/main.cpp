@@ -1,0 +1,34 @@
+// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench) on a real GPU.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "config.h"
+#include "gpu/check.h"
+#include "tool_support.h"
+
+int main(int argc, char** argv) {
+  kvtier::hw::set_command_line(argc, argv);
+  CLI::App app{"kvtier-hw: measure and exercise kvtier's tiered KV store on a real GPU"};
+  app.require_subcommand(1);
+  kvtier::hw::add_calibrate_command(app);
+  kvtier::hw::add_roundtrip_command(app);
+  kvtier::hw::add_bench_command(app);
+  try {
+    if (kvtier::gpu::visible_device_count() == 0) {
+      std::fprintf(stderr, "kvtier-hw: no %s device visible; the hardware mode needs a GPU\n",
+                   KVTIER_GPU_NAME);
+      return 1;
+    }
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  } catch (const kvtier::ConfigError& error) {
+    std::fprintf(stderr, "kvtier-hw: %s\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kvtier-hw: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

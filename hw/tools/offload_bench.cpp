@@ -1,0 +1,155 @@
+#include "offload_bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <numeric>
+#include <random>
+
+#include "copy_probe.h"
+#include "disk_probe.h"
+#include "gpu_memory.h"
+#include "hbm_kv_cache.h"
+#include "nvme_store.h"
+#include "offload_engine.h"
+#include "page_pool.h"
+#include "tool_support.h"
+
+namespace kvtier::hw {
+namespace {
+
+constexpr uint64_t kPeakCopyBytes = 64ull << 20;
+
+// Median wall time of `runs` runs of fn (which must wait for its own work).
+template <typename Fn>
+double median_wall_seconds(Fn fn, int runs = 5) {
+  fn();  // warm-up
+  std::vector<double> seconds;
+  for (int run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    fn();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + runs / 2, seconds.end());
+  return seconds[runs / 2];
+}
+
+// Pages of `page_bytes` split 1:3 between a bf16-like and a 4-bit-like group, in two halves:
+// [0, n) to offload and [n, 2n) to reload, each in shuffled order, with host pages for both.
+struct PageSet {
+  PageSet(uint64_t page_bytes, uint64_t batch_bytes)
+      : n(static_cast<int64_t>(batch_bytes / page_bytes)),
+        cache(std::vector<int64_t>{static_cast<int64_t>(page_bytes / 4),
+                                   static_cast<int64_t>(page_bytes * 3 / 4)},
+              2 * n),
+        host(allocate_pinned_region(2 * static_cast<uint64_t>(n) * page_bytes), page_bytes) {
+    for (const PageGroup& group : cache.groups()) {
+      fill_random_device(group.pool, static_cast<uint64_t>(group.pool_pages * group.page_stride), 23);
+    }
+    std::mt19937_64 rng(29);
+    for (int64_t half = 0; half < 2; ++half) {
+      std::vector<int64_t> ids(static_cast<size_t>(n));
+      std::iota(ids.begin(), ids.end(), half * n);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      (half == 0 ? out_ids : in_ids) = ids;
+      for (int64_t i = 0; i < n; ++i) (half == 0 ? out_host : in_host).push_back(host.page(half * n + i));
+    }
+  }
+  int64_t n;
+  HbmKvCache cache;
+  PagePool host;
+  std::vector<int64_t> out_ids, in_ids;
+  std::vector<std::byte*> out_host, in_host;
+};
+
+}  // namespace
+
+std::vector<BenchResult> run_offload_bench(const BenchOptions& options) {
+  const std::vector<uint64_t> peak_size = {kPeakCopyBytes};
+  double h2d_peak = 0, d2h_peak = 0;
+  for (const CopySample& s : measure_host_copies(peak_size)) {
+    (s.direction == CopyDirection::kHostToDevice ? h2d_peak : d2h_peak) = s.bytes_per_s;
+  }
+  const double both_peak = measure_bidirectional_copy(kPeakCopyBytes).bytes_per_s;
+
+  std::vector<BenchResult> results;
+  for (uint64_t page_bytes : options.page_sizes) {
+    PageSet set(page_bytes, options.batch_bytes);
+    OffloadEngine engine(set.cache, {});
+    const uint64_t bytes = static_cast<uint64_t>(set.n) * page_bytes;
+    const double offload = median_wall_seconds([&] {
+      engine.offload(set.out_ids, set.out_host);
+      engine.synchronize();
+    });
+    const double reload = median_wall_seconds([&] {
+      engine.reload(set.in_ids, set.in_host);
+      engine.synchronize();
+    });
+    const double both = median_wall_seconds([&] {
+      engine.offload(set.out_ids, set.out_host);
+      engine.reload(set.in_ids, set.in_host);
+      engine.synchronize();
+    });
+    results.push_back({"offload", page_bytes, bytes, offload, "pinned D2H copy, 64 MiB", d2h_peak, 0.90});
+    results.push_back({"reload", page_bytes, bytes, reload, "pinned H2D copy, 64 MiB", h2d_peak, 0.90});
+    results.push_back(
+        {"both", page_bytes, 2 * bytes, both, "H2D + D2H copies at once, 64 MiB", both_peak, 0.85});
+  }
+  return results;
+}
+
+std::vector<BenchResult> run_disk_bench(const BenchOptions& options) {
+  const uint64_t dd_block = 4ull << 20;
+  const auto [dd_write, dd_read] = run_dd(options.directory, dd_block, options.disk_bytes / dd_block);
+  std::vector<BenchResult> results;
+  for (uint64_t page_bytes : options.disk_page_sizes) {
+    const uint64_t pages = options.disk_bytes / page_bytes;
+    PagePool host(allocate_pinned_region(pages * page_bytes), page_bytes);
+    std::mt19937_64 rng(31);
+    auto* words = reinterpret_cast<uint64_t*>(host.page(0));
+    for (uint64_t i = 0; i < pages * page_bytes / 8; ++i) words[i] = rng();
+    const std::string path =
+        (std::filesystem::path(options.directory) / ("kvtier-bench-" + std::to_string(::getpid()) + ".store"))
+            .string();
+    auto store = NvmeStore::create(
+        path, {.block_bytes = page_bytes, .capacity_blocks = pages, .queue_depth = options.queue_depth});
+    std::vector<BlockWrite> writes;
+    std::vector<BlockRead> reads;
+    for (uint64_t i = 0; i < pages; ++i) {
+      writes.push_back({i, {host.page(i), page_bytes}});
+      reads.push_back({i, {host.page(i), page_bytes}});
+    }
+    const auto put_start = std::chrono::steady_clock::now();
+    store->put(writes);
+    const double put = std::chrono::duration<double>(std::chrono::steady_clock::now() - put_start).count();
+    const auto get_start = std::chrono::steady_clock::now();
+    store->get(reads);
+    const double get = std::chrono::duration<double>(std::chrono::steady_clock::now() - get_start).count();
+    results.push_back(
+        {"nvme_put", page_bytes, pages * page_bytes, put, dd_write.command, dd_write.bytes_per_s(), 0.90});
+    results.push_back(
+        {"nvme_get", page_bytes, pages * page_bytes, get, dd_read.command, dd_read.bytes_per_s(), 0.90});
+  }
+  return results;
+}
+
+nlohmann::json bench_json(const std::vector<BenchResult>& results) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const BenchResult& r : results) {
+    rows.push_back({{"path", r.path},
+                    {"page_bytes", r.page_bytes},
+                    {"bytes", r.bytes},
+                    {"seconds", r.seconds},
+                    {"bytes_per_s", r.bytes_per_s()},
+                    {"reference", r.reference},
+                    {"reference_bytes_per_s", r.reference_bytes_per_s},
+                    {"fraction_of_reference", r.fraction()},
+                    {"target_fraction", r.target},
+                    {"meets_target", r.meets_target()}});
+  }
+  return rows;
+}
+
+}  // namespace kvtier::hw

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Builds kvtier's hardware mode on the GPU machine and produces every file in results/hw/.
+# Run from the repository root on the H200 machine: results/hw/run-h200.sh OUTDIR
+# Each step logs to OUTDIR/log.txt; a failing step is reported and the rest still run.
+set -u -o pipefail
+out=${1:?usage: results/hw/run-h200.sh OUTDIR}
+mkdir -p "$out"
+log="$out/log.txt"
+step() { echo "=== $*" | tee -a "$log"; "$@" 2>&1 | tee -a "$log"; echo "=== exit ${PIPESTATUS[0]}: $1" | tee -a "$log"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee -a "$log"
+df -hT . /tmp | tee -a "$log"
+step cmake -B build-gpu -DKVTIER_SIM=OFF -DKVTIER_GPU=cuda -DKVTIER_WERROR=ON -DCMAKE_BUILD_TYPE=Release
+step cmake --build build-gpu -j16 --target kvtier-hw kvtier_hw_store_test kvtier_hw_probe_test \
+  kvtier_hw_offload_test kvtier_hw_store_bench
+step build-gpu/hw/store/kvtier_hw_store_test
+step build-gpu/hw/tools/kvtier_hw_probe_test
+step build-gpu/hw/store/kvtier_hw_offload_test
+step compute-sanitizer --tool memcheck --error-exitcode 9 build-gpu/hw/store/kvtier_hw_offload_test
+step compute-sanitizer --tool racecheck --error-exitcode 9 build-gpu/hw/store/kvtier_hw_offload_test
+disk_dir=$PWD  # the machine's disk; /tmp may be memory-backed
+step build-gpu/hw/tools/kvtier-hw roundtrip --dir "$disk_dir" --out "$out/roundtrip-h200.json"
+step build-gpu/hw/tools/kvtier-hw bench --dir "$disk_dir" --out "$out/bench-h200.json"
+step build-gpu/hw/tools/kvtier-hw calibrate --dir "$disk_dir" --out "$out/calibration-h200.json"
+KVTIER_BENCH_DIR=$disk_dir step build-gpu/hw/store/kvtier_hw_store_bench --benchmark_min_time=0.5 \
+  --benchmark_out="$out/nvme-store-bench-h200.json" --benchmark_out_format=json
