@@ -22,5 +22,6 @@ disk_dir=$PWD  # the machine's disk; /tmp may be memory-backed
 step build-gpu/hw/tools/kvtier-hw roundtrip --dir "$disk_dir" --out "$out/roundtrip-h200.json"
 step build-gpu/hw/tools/kvtier-hw bench --dir "$disk_dir" --out "$out/bench-h200.json"
 step build-gpu/hw/tools/kvtier-hw calibrate --dir "$disk_dir" --out "$out/calibration-h200.json"
-KVTIER_BENCH_DIR=$disk_dir step build-gpu/hw/store/kvtier_hw_store_bench --benchmark_min_time=0.5 \
+export KVTIER_BENCH_DIR=$disk_dir
+step build-gpu/hw/store/kvtier_hw_store_bench --benchmark_min_time=0.5 \
   --benchmark_out="$out/nvme-store-bench-h200.json" --benchmark_out_format=json
