@@ -1,0 +1,181 @@
+#include "trace_stats.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <set>
+
+#include "test_util.h"
+
+namespace kvtier {
+namespace {
+
+using testing::stream_of;
+
+// The definition in facts.md, one lookup per block: the leading run of ids seen before; reuse gaps for
+// every hit block, from a map of last uses.
+struct Reference {
+  int64_t blocks = 0, hits = 0, tokens = 0, hit_tokens = 0;
+  std::vector<double> gaps;
+};
+
+Reference reference_stats(const std::vector<Request>& requests, int64_t block_tokens) {
+  Reference ref;
+  std::set<uint64_t> seen;
+  std::map<uint64_t, double> last_use;
+  for (const Request& r : requests) {
+    size_t hit = 0;
+    while (hit < r.block_ids.size() && seen.count(r.block_ids[hit])) ++hit;
+    for (size_t i = 0; i < r.block_ids.size(); ++i) {
+      if (i < hit) ref.gaps.push_back(r.arrival_s - last_use[r.block_ids[i]]);
+      last_use[r.block_ids[i]] = r.arrival_s;
+      seen.insert(r.block_ids[i]);
+    }
+    ref.blocks += static_cast<int64_t>(r.block_ids.size());
+    ref.hits += static_cast<int64_t>(hit);
+    ref.tokens += r.input_tokens;
+    ref.hit_tokens += std::min<int64_t>(r.input_tokens, static_cast<int64_t>(hit) * block_tokens);
+  }
+  return ref;
+}
+
+TEST(TraceStats, HandComputedSmallTrace) {
+  // r0 [1 2 3] at 0 s: no hit. r1 [1 2 4] at 10 s: hits 1, 2 (last used 10 s before). r2 [1 5] at
+  // 100 s: hits 1 (90 s after r1). r3 [6 2] at 101 s: 6 is new, so nothing hits although 2 was seen
+  // (and 2 after 6 breaks the prefix property).
+  const char* text =
+      R"({"timestamp": 0, "input_length": 1500, "output_length": 10, "hash_ids": [1, 2, 3]}
+{"timestamp": 10000, "input_length": 1400, "output_length": 30, "hash_ids": [1, 2, 4]}
+{"timestamp": 100000, "input_length": 600, "output_length": 20, "hash_ids": [1, 5]}
+{"timestamp": 101000, "input_length": 1000, "output_length": 40, "hash_ids": [6, 2]}
+)";
+  auto stream = stream_of(text, TraceFormat::kMooncake);
+  TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 1});
+  EXPECT_EQ(s.requests, 4);
+  EXPECT_DOUBLE_EQ(s.duration_s, 101);
+  EXPECT_EQ(s.total_blocks, 10);
+  EXPECT_EQ(s.unique_blocks, 7);  // 1 2 3 4 5 6, and 2 again below 6
+  EXPECT_EQ(s.hit_blocks, 3);
+  EXPECT_DOUBLE_EQ(s.block_hit_rate(), 0.3);
+  EXPECT_EQ(s.total_tokens, 4500);
+  EXPECT_EQ(s.hit_tokens, 1024 + 512);
+  EXPECT_EQ(s.input_tokens.p50, 1000);  // nearest rank: 2nd of 600 1000 1400 1500
+  EXPECT_EQ(s.input_tokens.max, 1500);
+  EXPECT_DOUBLE_EQ(s.output_tokens.mean, 25);
+  EXPECT_EQ(s.reuse[2].blocks, 2);  // 10-60 s: blocks 1 and 2 of r1
+  EXPECT_EQ(s.reuse[3].blocks, 1);  // 1-10 min: block 1 of r2
+  EXPECT_EQ(s.sessions, 0);
+}
+
+// Random traces of prefix chains: requests extend or branch earlier requests' chains.
+std::vector<Request> random_prefix_trace(uint64_t seed, int requests) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<uint64_t>> chains;
+  std::vector<Request> out;
+  uint64_t next_id = 1;
+  for (int i = 0; i < requests; ++i) {
+    std::vector<uint64_t> ids;
+    if (!chains.empty() && rng() % 4 != 0) {
+      const std::vector<uint64_t>& base = chains[rng() % chains.size()];
+      ids.assign(base.begin(), base.begin() + static_cast<long>(rng() % (base.size() + 1)));
+    }
+    for (uint64_t extra = rng() % 40; extra > 0; --extra) ids.push_back(next_id++);
+    if (ids.empty()) ids.push_back(next_id++);
+    Request r;
+    r.arrival_s = i * 0.7;
+    r.block_ids = ids;
+    r.input_tokens = static_cast<int64_t>(ids.size()) * 512 - static_cast<int64_t>(rng() % 512);
+    chains.push_back(ids);
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::string as_mooncake(const std::vector<Request>& requests) {
+  std::string text;
+  for (const Request& r : requests) {
+    text += "{\"timestamp\": " + std::to_string(static_cast<int64_t>(r.arrival_s * 1000 + 0.5)) +
+            ", \"input_length\": " + std::to_string(r.input_tokens) +
+            ", \"output_length\": 1, \"hash_ids\": [";
+    for (size_t i = 0; i < r.block_ids.size(); ++i) text += (i ? ", " : "") + std::to_string(r.block_ids[i]);
+    text += "]}\n";
+  }
+  return text;
+}
+
+TEST(TraceStats, MatchesTheOneLookupPerBlockReferenceOnRandomPrefixTraces) {
+  for (uint64_t seed : {1, 2, 3}) {
+    std::vector<Request> trace = random_prefix_trace(seed, 3000);
+    for (Request& r : trace)
+      r.arrival_s = static_cast<double>(static_cast<int64_t>(r.arrival_s * 1000 + 0.5)) / 1000;
+    Reference ref = reference_stats(trace, 512);
+    auto stream = stream_of(as_mooncake(trace), TraceFormat::kMooncake);
+    TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 1});
+    EXPECT_EQ(s.total_blocks, ref.blocks) << seed;
+    EXPECT_EQ(s.hit_blocks, ref.hits) << seed;
+    EXPECT_EQ(s.hit_tokens, ref.hit_tokens) << seed;
+    EXPECT_EQ(s.prefix_violations, 0) << seed;
+    int64_t counted = 0;
+    for (const ReuseBucket& b : s.reuse) counted += b.blocks;
+    EXPECT_EQ(counted, static_cast<int64_t>(ref.gaps.size())) << seed;
+    int64_t under_10s = std::count_if(ref.gaps.begin(), ref.gaps.end(), [](double g) { return g < 10; });
+    EXPECT_EQ(s.reuse[0].blocks + s.reuse[1].blocks, under_10s) << seed;
+  }
+}
+
+TEST(TraceStats, SampledReuseTimesFollowAboutOneBlockIn64) {
+  std::vector<Request> trace = random_prefix_trace(9, 3000);
+  Reference ref = reference_stats(trace, 512);
+  auto stream = stream_of(as_mooncake(trace), TraceFormat::kMooncake);
+  TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 64});
+  int64_t counted = 0;
+  for (const ReuseBucket& b : s.reuse) counted += b.blocks;
+  double expected = static_cast<double>(ref.gaps.size()) / 64;
+  EXPECT_NEAR(static_cast<double>(counted), expected, 5 * std::sqrt(expected));
+  EXPECT_THROW(compute_trace_stats(*stream_of("", TraceFormat::kMooncake), {.reuse_sampling = 3}),
+               ConfigError);
+}
+
+TEST(TraceStats, SessionTracesReportContextGrowthPerTurn) {
+  const char* text =
+      R"({"session": 1, "turn": 0, "arrival_s": 0, "new_tokens": 1000, "output_tokens": 100}
+{"session": 1, "turn": 1, "arrival_s": 1, "keep_tokens": 1100, "new_tokens": 400, "output_tokens": 100}
+{"session": 2, "turn": 0, "arrival_s": 2, "new_tokens": 3000, "output_tokens": 100}
+{"session": 1, "turn": 2, "arrival_s": 3, "keep_tokens": 1600, "new_tokens": 900, "output_tokens": 100}
+)";
+  auto stream = stream_of(text, TraceFormat::kNative);
+  TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 1});
+  EXPECT_EQ(s.sessions, 2);
+  EXPECT_EQ(s.growth_samples, 2);
+  EXPECT_DOUBLE_EQ(s.mean_growth_tokens, (500.0 + 1000.0) / 2);  // 1000 -> 1500 -> 2500
+  ASSERT_EQ(s.growth.size(), 3u);                                // turns 0, 1, 2-3
+  EXPECT_DOUBLE_EQ(s.growth[0].mean_input_tokens, 2000);
+  EXPECT_EQ(s.growth[2].first_turn, 2);
+  EXPECT_EQ(s.growth[2].last_turn, 3);
+  // Turn 1 (1500 tokens) hits turn 0's three full 256-token blocks: turn 0's fourth block was partial
+  // (768-999) and turn 1's fourth also holds the output (768-1023). Likewise turn 2 hits turn 1's five
+  // full blocks but not its partial sixth.
+  EXPECT_EQ(s.hit_blocks, 3 + 5);
+}
+
+TEST(TraceStats, MooncakeSampleMatchesTheReference) {
+  KVTIER_REQUIRE_MOONCAKE_SAMPLE();
+  auto stream = open_trace(testing::kMooncakeSample, TraceReadOptions{});
+  TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 1});
+  // Computed independently with Python's json module and a set (the definition in facts.md).
+  EXPECT_EQ(s.requests, 2000);
+  EXPECT_EQ(s.total_blocks, 54559);
+  EXPECT_EQ(s.unique_blocks, 38788);
+  EXPECT_EQ(s.hit_blocks, 15771);
+  EXPECT_NEAR(s.token_hit_rate(), 0.29411214449911294, 1e-12);
+  EXPECT_EQ(s.input_tokens.p50, 7963);
+  EXPECT_EQ(s.input_tokens.p90, 29448);
+  EXPECT_EQ(s.input_tokens.p99, 98812);
+  EXPECT_DOUBLE_EQ(s.duration_s, 669);
+  EXPECT_EQ(s.prefix_violations, 0);
+}
+
+}  // namespace
+}  // namespace kvtier
