@@ -33,6 +33,9 @@ class ConfigNode {
   static ConfigNode load_file(const std::string& path);
   static ConfigNode load_string(const std::string& text, const std::string& name);
 
+  // A deep copy: set() on the copy leaves this tree alone.
+  ConfigNode clone() const { return ConfigNode(YAML::Clone(node_), file_, path_); }
+
   // Sets `dotted.key.path` (list elements as `key[i]`) to a YAML scalar or flow value (the CLI's
   // --set key=value), creating maps on the way.
   void set(std::string_view dotted_path, std::string_view yaml_value);

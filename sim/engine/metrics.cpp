@@ -36,9 +36,10 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::v
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
                          const Slo& slo, double window_s) {
   std::vector<double> ttft, tpot, e2e;
-  int64_t completed = 0, good = 0, input_tokens = 0, recomputed = 0, preemptions = 0;
+  int64_t completed = 0, good = 0, input_tokens = 0, recomputed = 0, preemptions = 0, rejected = 0;
   std::vector<int64_t> hits(tier_names.size(), 0);
   for (const RequestRecord& r : records) {
+    rejected += r.rejected;
     if (r.first_token_s >= 0) ttft.push_back(r.ttft());
     if (!r.completed()) continue;
     ++completed;
@@ -61,6 +62,7 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::v
   for (size_t l = 0; l < link_names.size(); ++l) links[link_names[l]] = link_bytes[l];
   return {{"requests_issued", records.size()},
           {"requests_completed", completed},
+          {"requests_rejected", rejected},
           {"goodput_requests", good},
           {"window_s", window_s},
           {"slo", {{"ttft_s", slo.ttft_s}, {"tpot_s", slo.tpot_s}}},

@@ -25,6 +25,7 @@ struct RequestRecord {
   std::vector<int64_t> hit_tokens;  // per tier, tier 0 = HBM
   int64_t recomputed_tokens = 0;    // prefilled rather than loaded
   int32_t preemptions = 0;
+  bool rejected = false;  // its KV can never fit in HBM
 
   bool completed() const { return completion_s >= 0; }
   double ttft() const { return first_token_s - arrival_s; }

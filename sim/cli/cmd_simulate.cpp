@@ -1,0 +1,135 @@
+// `kvtier simulate`: the serving simulation of a scenario (or of each of its variants, side by side).
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <iostream>
+
+#include "commands.h"
+#include "embedded_files.h"
+#include "isolated_run.h"
+#include "matplotlib.h"
+#include "output.h"
+#include "simulation.h"
+#include "simulation_report.h"
+
+namespace kvtier {
+namespace {
+
+constexpr const char* kDefaultScenario = "amd-seed-minimax-mi355x";
+
+struct SimulateOptions {
+  std::string scenario = kDefaultScenario;
+  std::string trace;
+  std::vector<std::string> overrides;
+  std::string out;
+  int jobs = 0;
+  bool plots = true;
+  OutputFormat format = OutputFormat::kTable;
+};
+
+struct PlannedRun {
+  std::string name;  // variant name, or "run" for a scenario without variants
+  Scenario scenario;
+};
+
+// Every variant is parsed before anything runs, so a bad file fails at once and writes nothing.
+std::vector<PlannedRun> plan(const SimulateOptions& options, ConfigNode& root) {
+  for (const std::string& text : options.overrides) {
+    auto [key, value] = parse_override(text);
+    root.set(key, value);
+  }
+  if (!options.trace.empty()) {
+    // The whole trace, at its own pace: the scenario's closed-loop settings do not apply.
+    root.set("workload", nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump());
+  }
+  std::vector<PlannedRun> runs;
+  for (const Variant& v : parse_variants(root)) {
+    ConfigNode variant = root.clone();
+    for (const auto& [key, value] : v.overrides) variant.set(key, value);
+    runs.push_back({v.name.empty() ? "run" : v.name, parse_scenario(variant)});
+  }
+  return runs;
+}
+
+std::vector<nlohmann::json> run_all(const std::vector<PlannedRun>& runs, const std::string& dir, int jobs) {
+  bool progress = isatty(STDERR_FILENO);
+  std::vector<nlohmann::json> summaries(runs.size());
+  for (size_t first = 0; first < runs.size(); first += jobs) {
+    std::vector<std::future<nlohmann::json>> batch;
+    for (size_t i = first; i < std::min(runs.size(), first + jobs); ++i) {
+      if (progress) std::cerr << "kvtier: simulating " << runs[i].name << " ...\n";
+      SimulationOptions so{dir + "/" + runs[i].name, false};
+      batch.push_back(std::async(std::launch::async, [&runs, i, so] {
+        return run_isolated([&] { return simulate(runs[i].scenario, so); });
+      }));
+    }
+    for (size_t k = 0; k < batch.size(); ++k) summaries[first + k] = batch[k].get();
+  }
+  return summaries;
+}
+
+// The command as a user would type it again, for summary.json and the report.
+std::string command_line(const SimulateOptions& o) {
+  std::string line = "kvtier simulate " + o.scenario;
+  if (!o.trace.empty()) line += " --trace " + o.trace;
+  for (const std::string& s : o.overrides) line += " --set " + s;
+  if (!o.out.empty()) line += " --out " + o.out;
+  return line;
+}
+
+std::string default_out_dir(const std::string& scenario) {
+  return "results/runs/" + std::filesystem::path(scenario).stem().string();
+}
+
+void run_simulate(const SimulateOptions& options, const std::string& command_line) {
+  ConfigNode root = load_config(options.scenario, "configs/scenarios");
+  std::vector<PlannedRun> runs = plan(options, root);
+  std::string out = options.out.empty() ? default_out_dir(options.scenario) : options.out;
+  // Results appear under `out` only when everything succeeded; a failed run leaves what was there.
+  std::string partial = out + ".partial";
+  std::filesystem::remove_all(partial);
+  std::filesystem::create_directories(partial);
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<nlohmann::json> summaries = run_all(runs, partial, jobs);
+
+  std::vector<std::string> names;
+  for (const PlannedRun& r : runs) names.push_back(r.name);
+  nlohmann::json result = {{"scenario", runs[0].scenario.name}, {"command", command_line}, {"out_dir", out},
+                           {"variants", nlohmann::json::array()}};
+  for (size_t i = 0; i < runs.size(); ++i) result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
+  std::ofstream(partial + "/summary.json") << result.dump(2) << "\n";
+  std::vector<std::string> plot_args{partial};
+  plot_args.insert(plot_args.end(), names.begin(), names.end());
+  if (options.plots) run_plot_script("sim/plots/simulation.py", plot_args);
+  std::ofstream(partial + "/report.md") << markdown_report(result, options.plots);
+  std::filesystem::remove_all(out);
+  std::filesystem::rename(partial, out);
+
+  if (options.format == OutputFormat::kJson) {
+    std::cout << result.dump(2) << "\n";
+  } else {
+    print_simulation_table(std::cout, result);
+  }
+}
+
+void add_simulate_command(CLI::App& app) {
+  auto options = std::make_shared<SimulateOptions>();
+  CLI::App* command = app.add_subcommand(
+      "simulate", "Simulate serving a workload with a tiered KV cache (default: the AMD seed's comparison)");
+  command->add_option("scenario", options->scenario, "Scenario file or built-in name")->capture_default_str();
+  command->add_option("--trace", options->trace, "Replay this trace file open-loop instead of the workload");
+  command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
+  command->add_option("--out", options->out, "Output folder (default: results/runs/<scenario>)");
+  command->add_option("--jobs", options->jobs, "Variants simulated at once (default: one per core)")
+      ->check(CLI::PositiveNumber);
+  command->add_flag("!--no-plots", options->plots, "Skip the matplotlib plots");
+  add_format_option(*command, options->format);
+  command->callback([options] { run_simulate(*options, command_line(*options)); });
+}
+
+const CommandRegistration registration(50, add_simulate_command);
+
+}  // namespace
+}  // namespace kvtier

@@ -1,0 +1,106 @@
+#include "simulation_report.h"
+
+#include <functional>
+#include <sstream>
+
+#include "output.h"
+#include "units.h"
+
+namespace kvtier {
+namespace {
+
+struct Row {
+  std::string label;
+  std::string cell;
+  double value;  // for the ratio column; NaN when a ratio means nothing
+};
+
+double number_at(const nlohmann::json& j, const std::string& a, const std::string& b) {
+  return j.contains(a) && j[a].is_object() && j[a].contains(b) ? j[a][b].get<double>() : std::nan("");
+}
+
+std::vector<Row> rows_of(const nlohmann::json& s) {
+  std::vector<Row> rows;
+  auto seconds = [&](const std::string& label, const std::string& key, const std::string& p) {
+    double v = number_at(s, key, p);
+    rows.push_back({label, std::isnan(v) ? "-" : format_duration(v), v});
+  };
+  auto count = [&](const std::string& label, double v) { rows.push_back({label, with_commas(static_cast<long long>(v)), v}); };
+  count("requests completed", s["requests_completed"].get<double>());
+  count("goodput (in window, SLOs met)", s["goodput_requests"].get<double>());
+  seconds("TTFT p50", "ttft_s", "p50");
+  seconds("TTFT p95", "ttft_s", "p95");
+  seconds("TTFT p99", "ttft_s", "p99");
+  seconds("TPOT p50", "tpot_s", "p50");
+  seconds("TPOT p95", "tpot_s", "p95");
+  seconds("end-to-end p50", "e2e_s", "p50");
+  seconds("end-to-end p95", "e2e_s", "p95");
+  for (const auto& [tier, rate] : s["hit_rate_tokens"].items()) {
+    rows.push_back({"hit rate " + tier, fixed("%.1f %%", 100 * rate.get<double>()), rate.get<double>()});
+  }
+  rows.push_back({"hit rate total", fixed("%.1f %%", 100 * s["hit_rate_total"].get<double>()),
+                  s["hit_rate_total"].get<double>()});
+  count("recomputed tokens", s["recomputed_tokens"].get<double>());
+  count("preemptions", s["preemptions"].get<double>());
+  double moved = 0;
+  for (const auto& [link, bytes] : s["link_bytes"].items()) {
+    if (link.starts_with("pcie_") || link.starts_with("nvme_") || link == "network") moved += bytes.get<double>();
+    if (bytes.get<double>() > 0) rows.push_back({"bytes " + link, format_bytes(bytes.get<double>()), bytes.get<double>()});
+  }
+  rows.push_back({"bytes moved (PCIe, NVMe, network)", format_bytes(moved), moved});
+  rows.push_back({"simulated time", format_duration(s["simulated_s"].get<double>()), std::nan("")});
+  rows.push_back({"wall time", format_duration(s["wall_s"].get<double>()), std::nan("")});
+  return rows;
+}
+
+// One table: rows are metrics, columns variants (plus last/first when there are two).
+Table build_table(const nlohmann::json& result) {
+  const nlohmann::json& variants = result["variants"];
+  std::vector<std::string> headers{"metric"};
+  std::vector<std::vector<Row>> columns;
+  for (const auto& v : variants) {
+    headers.push_back(v["name"].get<std::string>());
+    columns.push_back(rows_of(v["summary"]));
+  }
+  bool ratio = columns.size() == 2;
+  if (ratio) headers.push_back(headers[2] + " / " + headers[1]);
+  Table table(headers);
+  for (size_t r = 0; r < columns[0].size(); ++r) {
+    std::vector<std::string> cells{columns[0][r].label};
+    for (const auto& column : columns) cells.push_back(r < column.size() ? column[r].cell : "-");
+    if (ratio && r < columns[1].size()) {
+      double a = columns[0][r].value, b = columns[1][r].value;
+      cells.push_back(std::isnan(a) || std::isnan(b) || a == 0 ? "" : fixed("%.2fx", b / a));
+    }
+    table.add_row(cells);
+  }
+  return table;
+}
+
+}  // namespace
+
+void print_simulation_table(std::ostream& out, const nlohmann::json& result) {
+  const nlohmann::json& first = result["variants"][0]["summary"];
+  out << result["scenario"].get<std::string>() << "\n" << first["workload"].get<std::string>() << "\n\n";
+  build_table(result).print(out);
+  out << "\nwritten to " << result["out_dir"].get<std::string>() << "/\n";
+}
+
+std::string markdown_report(const nlohmann::json& result, bool with_plots) {
+  std::ostringstream md;
+  md << "# " << result["scenario"].get<std::string>() << "\n\n";
+  md << "Made by `" << result["command"].get<std::string>() << "`.\n\n";
+  md << "Workload: " << result["variants"][0]["summary"]["workload"].get<std::string>() << ".\n\n";
+  std::ostringstream table;
+  build_table(result).print(table);
+  md << "```\n" << table.str() << "```\n\n";
+  if (with_plots) {
+    md << "![TTFT CDF](ttft_cdf.png)\n\n![Hit rate per tier](hit_rate.png)\n\n"
+       << "![Link utilisation](link_utilisation.png)\n";
+  }
+  md << "\nPer-request data: `<variant>/requests.csv`; time series: `<variant>/timeseries.csv`; every figure "
+        "above: `summary.json`.\n";
+  return md.str();
+}
+
+}  // namespace kvtier

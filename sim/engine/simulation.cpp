@@ -1,0 +1,118 @@
+#include "simulation.h"
+
+#include <simgrid/s4u.hpp>
+#include <xbt/log.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "serving_instance.h"
+#include "workload.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace kvtier {
+namespace {
+
+InstanceConfig instance_config(const Scenario& s) {
+  InstanceConfig c;
+  c.max_batch_tokens = s.max_batch_tokens;
+  c.max_running = s.max_running;
+  c.kv_space_bytes = s.kv_space_bytes;
+  c.layerwise_overlap = s.layerwise_overlap;
+  c.dequantize_bytes_per_s = s.dequantize_bytes_per_s;
+  c.quantize_bytes_per_s = s.quantize_bytes_per_s;
+  c.tier_media = s.tier_media;
+  return c;
+}
+
+// Free transfers: links so fast and so close that every copy takes no simulated time.
+HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
+  HardwareConfig hw = s.hardware;
+  if (free_transfers) {
+    for (LinkSpec* link : {&hw.pcie_h2d, &hw.pcie_d2h, &hw.network}) *link = {1e30, 0};
+    hw.dram_bandwidth = 1e30;
+    hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 1e30;
+    hw.nvme.latency = 0;
+  }
+  return hw;
+}
+
+// Wakes every interval and records the instance's state, until the serving actor ends.
+void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, const Platform& platform,
+            std::vector<TimeSample>& samples) {
+  sg4::Actor::self()->daemonize();
+  const double block_bytes = static_cast<double>(cache.tier(0).bytes_per_block());
+  while (true) {
+    sg4::this_actor::sleep_for(s.sample_interval_s);
+    InstanceState& state = instance.state();
+    TimeSample t;
+    t.time_s = sg4::Engine::get_clock();
+    t.hbm_cache_bytes = static_cast<double>(cache.used_blocks(0) - cache.pinned_blocks(0)) * block_bytes;
+    t.hbm_used_bytes = static_cast<double>(cache.used_blocks(0)) * block_bytes + state.decode_kv_bytes;
+    t.queued = state.queued;
+    t.running = state.running;
+    t.link_utilisation = platform.link_utilisation();
+    for (int64_t& hits : state.hits_since_sample) {
+      t.tier_hit_rate.push_back(state.input_since_sample > 0
+                                    ? static_cast<double>(hits) / static_cast<double>(state.input_since_sample)
+                                    : 0);
+      hits = 0;
+    }
+    state.input_since_sample = 0;
+    samples.push_back(std::move(t));
+  }
+}
+
+void write_outputs(const std::string& dir, const std::vector<RequestRecord>& records,
+                   const std::vector<TimeSample>& samples, const std::vector<std::string>& tiers,
+                   const std::vector<std::string>& links) {
+  std::filesystem::create_directories(dir);
+  std::ofstream requests(dir + "/requests.csv");
+  write_requests_csv(requests, records, tiers);
+  std::ofstream series(dir + "/timeseries.csv");
+  write_timeseries_csv(series, samples, links, tiers);
+}
+
+}  // namespace
+
+nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
+  auto started = std::chrono::steady_clock::now();
+  int argc = 2;
+  char name[] = "kvtier";
+  char quiet[] = "--log=root.thres:critical";
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_flow_model(engine);
+  Platform platform(platform_hardware(s, options.free_transfers), s.gpus);
+  TieredCache cache(s.tiers);
+  WorkloadPlan workload = build_workload(s);
+  HardwareConfig instance_hw = s.hardware;
+  instance_hw.gpu.count = s.gpus;
+  CostModel cost(s.model, instance_hw, static_cast<double>(s.tiers[0].layout.bytes_per_token()));
+
+  std::vector<RequestRecord> records;
+  std::vector<TimeSample> samples;
+  ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records);
+  sg4::Host* host = engine.host_by_name("dram");
+  sg4::Actor::create("serving", host, [&] { instance.run(); });
+  sg4::Actor::create("sampler", host, [&] { sample(s, instance, cache, platform, samples); });
+  engine.run();
+
+  std::vector<std::string> tiers;
+  for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
+  if (!options.out_dir.empty()) write_outputs(options.out_dir, records, samples, tiers, platform.link_names());
+  double window = std::min(workload.window_s, sg4::Engine::get_clock());
+  nlohmann::json summary = summarise(records, tiers, platform.link_names(), platform.link_bytes(), s.slo, window);
+  summary["scenario"] = s.name;
+  summary["workload"] = workload.description;
+  summary["simulated_s"] = sg4::Engine::get_clock();
+  summary["engine_steps"] = instance.state().steps;
+  summary["transfers"] = instance.state().transfers + instance.store_transfers();
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  summary["wall_s"] = wall;
+  return summary;
+}
+
+}  // namespace kvtier

@@ -1,0 +1,22 @@
+// One serving simulation from start to finish: build the SimGrid engine and platform, the cache, the
+// workload and the serving instance; run; summarise; write the per-request and time-series CSVs.
+//
+// A process can run one SimGrid engine, so callers run this through run_isolated() (isolated_run.h).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "scenario.h"
+
+namespace kvtier {
+
+struct SimulationOptions {
+  std::string out_dir;        // requests.csv and timeseries.csv go here; empty writes nothing
+  bool free_transfers = false;  // every load and store takes no time (checks against the analytic mode)
+};
+
+// Returns the run's summary (metrics.h) with the scenario's name, simulated time and event counts.
+nlohmann::json simulate(const Scenario& scenario, const SimulationOptions& options);
+
+}  // namespace kvtier

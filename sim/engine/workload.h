@@ -1,0 +1,27 @@
+// The scenario's `workload` section turned into a replay driver.
+//
+//   loop: closed | open
+//   source: agent | trace
+//   agent: <built-in generator name or an inline generator mapping>   (source: agent)
+//   trace: <file>, format: mooncake | bailian | native, skip_bad_lines   (source: trace)
+//   sessions: N, duration: 20min          (closed loop: sessions in flight, window)
+//   rate: 1.0, duration, requests: N      (open loop: rate multiplier, window, generated request count)
+// Block ids come out in the scenario's block size.
+#pragma once
+
+#include <memory>
+
+#include "replay.h"
+#include "scenario.h"
+
+namespace kvtier {
+
+struct WorkloadPlan {
+  std::unique_ptr<ReplayDriver> driver;
+  double window_s = 0;  // goodput counts completions inside it; infinity for an open trace
+  std::string description;
+};
+
+WorkloadPlan build_workload(const Scenario& scenario);
+
+}  // namespace kvtier
