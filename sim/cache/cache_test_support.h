@@ -45,8 +45,9 @@ inline std::vector<Request> random_requests(int count, int sessions, int max_blo
   std::vector<Request> requests;
   for (int i = 0; i < count; ++i) {
     int s = session(rng);
+    int blocks_in_request = length(rng);
     std::vector<uint64_t> blocks = {1};
-    for (int k = 1; k < length(rng); ++k) blocks.push_back(static_cast<uint64_t>(s) * 1000 + k);
+    for (int k = 1; k < blocks_in_request; ++k) blocks.push_back(static_cast<uint64_t>(s) * 1000 + k);
     Request request = make_request(blocks);
     request.input_tokens -= static_cast<int64_t>(rng() % kBlockTokens);
     request.id = static_cast<uint64_t>(i);

@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "cache_test_support.h"
+#include "trace_reader.h"
+#include "trace_stats.h"
 
 namespace kvtier {
 namespace {
@@ -63,6 +65,32 @@ TEST(HitRateCurve, EveryPolicyReachesTheBoundWhenNothingIsEvicted) {
         << policy_name(policy);
     EXPECT_LT(curve[0].hits.tokens, curve[1].hits.tokens) << policy_name(policy);
   }
+}
+
+// `kvtier trace stats` computes the same bound its own way (a prefix forest); an LRU cache big enough for
+// every distinct block, replayed request by request, must reach it exactly.
+TEST(MooncakeSample, InfiniteCapacityAgreesWithTraceStats) {
+  const std::string path = "../shared/traces/mooncake-conversation-first2000.jsonl";
+  if (!std::filesystem::exists(path))
+    GTEST_SKIP() << path << " is absent (shared trace data, not in the project)";
+  auto stream = open_trace(path, TraceReadOptions{});
+  TraceStats stats = compute_trace_stats(*stream);
+
+  auto again = open_trace(path, TraceReadOptions{});
+  std::vector<Request> requests;
+  Request request;
+  while (again->next(request)) requests.push_back(request);
+  TierSpec tier = single_tier(testing::flat_layout(1), again->block_tokens(), 0, PolicyKind::kLru);
+  auto points = hit_rate_curve(requests, tier, {stats.unique_blocks});
+  EXPECT_EQ(points[0].hits.blocks, stats.hit_blocks);
+  EXPECT_EQ(points[0].hits.tokens, stats.hit_tokens);
+  EXPECT_EQ(stats.hit_blocks, 15771);  // 28.9 % of 54,559 block accesses
+
+  tier.capacity_bytes = stats.unique_blocks * tier.bytes_per_block();
+  CacheReplay replay({tier});
+  for (const Request& r : requests) replay.add(r);
+  EXPECT_EQ(replay.result().hits().blocks, stats.hit_blocks);
+  EXPECT_EQ(replay.result().hits().tokens, stats.hit_tokens);
 }
 
 }  // namespace
