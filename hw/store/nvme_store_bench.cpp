@@ -60,14 +60,15 @@ void BM_RawDirectRead(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * kBatchBytes));
 }
 
-// Arguments: page bytes, queue depth.
+// Arguments: page bytes, queue depth. Twice the slots of one batch: a put that overwrites keys writes
+// the new copies before freeing the old ones.
 struct StoreFixture {
   explicit StoreFixture(const benchmark::State& state)
       : page(static_cast<uint64_t>(state.range(0))),
         pages(kBatchBytes / page),
         store(NvmeStore::create(
             bench_file("store"),
-            {.block_bytes = page, .capacity_blocks = pages, .queue_depth = int(state.range(1))})),
+            {.block_bytes = page, .capacity_blocks = 2 * pages, .queue_depth = int(state.range(1))})),
         data(random_region(kBatchBytes)) {
     for (uint64_t i = 0; i < pages; ++i) writes.push_back({i, {data.data() + i * page, page}});
     for (uint64_t i = 0; i < pages; ++i) reads.push_back({i, {data.data() + i * page, page}});

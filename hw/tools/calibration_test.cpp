@@ -75,9 +75,9 @@ TEST(PrefillGemmShapes, FollowLlama8BsCardWithTheMlpWidthInferredFromItsParamete
   EXPECT_EQ(shapes[0].m, 6144);
   EXPECT_EQ(shapes[0].k, 4096);
   EXPECT_EQ(shapes[1].m, 4096);
-  // (8.03e9 / 32 - 4096 x 6144 - 4096 x 4096) / (3 x 4096) = 17008.
-  EXPECT_EQ(shapes[2].m, 2 * 17008);
-  EXPECT_EQ(shapes[3].k, 17008);
+  // (8.03e9 / 32 - 4096 x 6144 - 4096 x 4096) / (3 x 4096) = 17008.6, to a multiple of 256: 66 x 256.
+  EXPECT_EQ(shapes[2].m, 2 * 16896);
+  EXPECT_EQ(shapes[3].k, 16896);
   for (const GemmShape& shape : shapes) EXPECT_EQ(shape.n, 4096);
 }
 

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <numeric>
 #include <random>
 
 #include "copy_probe.h"
 #include "disk_probe.h"
+#include "gds_file.h"
 #include "gpu_memory.h"
 #include "hbm_kv_cache.h"
 #include "nvme_store.h"
@@ -114,7 +116,7 @@ std::vector<BenchResult> run_disk_bench(const BenchOptions& options) {
         (std::filesystem::path(options.directory) / ("kvtier-bench-" + std::to_string(::getpid()) + ".store"))
             .string();
     auto store = NvmeStore::create(
-        path, {.block_bytes = page_bytes, .capacity_blocks = pages, .queue_depth = options.queue_depth});
+        path, {.block_bytes = page_bytes, .capacity_blocks = 2 * pages, .queue_depth = options.queue_depth});
     std::vector<BlockWrite> writes;
     std::vector<BlockRead> reads;
     for (uint64_t i = 0; i < pages; ++i) {

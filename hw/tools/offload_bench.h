@@ -4,7 +4,8 @@
 //   offload (gather + device-to-host) and reload (host-to-device + scatter) of scattered pages of a
 //   two-group layout, per page size, against the pinned-copy peak of a 64 MiB copy in that direction;
 //   both at once (half the pages each way) against a bidirectional 64 MiB copy pair;
-//   the NVMe store's put and get of the offloaded pages against `dd` with O_DIRECT on the same disk.
+//   the NVMe store's put and get of the offloaded pages against `dd` with O_DIRECT on the same disk;
+//   GPUDirect Storage (cuFile, HBM <-> file) against the same dd, where the platform has it.
 // Targets (issue 6): >= 90 % one way, >= 85 % both ways, >= 90 % of dd.
 #pragma once
 
@@ -12,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "disk_probe.h"
 
 namespace kvtier::hw {
 
@@ -38,7 +41,11 @@ struct BenchResult {
 };
 
 std::vector<BenchResult> run_offload_bench(const BenchOptions& options);
+// The NVMe store's put/get per page size, then GPUDirect Storage where available, against dd.
 std::vector<BenchResult> run_disk_bench(const BenchOptions& options);
+// cuFile writes and reads of 16 MiB between HBM and a file; prints why and returns nothing without GDS.
+std::vector<BenchResult> run_gds_bench(const BenchOptions& options, const DdRun& dd_write,
+                                       const DdRun& dd_read);
 
 nlohmann::json bench_json(const std::vector<BenchResult>& results);
 
