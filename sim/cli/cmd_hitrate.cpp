@@ -114,7 +114,11 @@ std::vector<int64_t> capacities_in_blocks(const HitrateOptions& o, int64_t block
   for (int64_t tokens : o.capacity_tokens) blocks.push_back(tokens / block_tokens);
   for (int64_t count : o.capacity_blocks) blocks.push_back(count);
   for (const std::string& text : o.capacity_bytes) {
-    blocks.push_back(static_cast<int64_t>(parse_bytes(text)) / bytes_per_block);
+    try {
+      blocks.push_back(static_cast<int64_t>(parse_bytes(text)) / bytes_per_block);
+    } catch (const UnitError& e) {
+      throw ConfigError(std::string("--capacity: ") + e.what());
+    }
   }
   return blocks;
 }
