@@ -1,8 +1,8 @@
-// Hit-rate-versus-capacity plots, drawn by matplotlib.
+// Hit-rate-versus-capacity plots, drawn by matplotlib through the project's plotting runner.
 //
-// kvtier does not draw plots by hand: it writes the series as JSON and runs a short matplotlib script.
-// The interpreter is $KVTIER_PYTHON if set, else /usr/bin/python3 if present (Debian's, which has
-// python3-matplotlib), else python3 on PATH. The file type follows the extension (.png, .svg, .pdf).
+// kvtier does not draw plots by hand: the series go to a JSON file that the built-in script
+// sim/plots/hit_rate.py draws (see matplotlib.h for how the interpreter is chosen). The file type follows
+// the output path's extension (.png, .svg, .pdf).
 #pragma once
 
 #include <string>

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "cache_test_support.h"
+#include "hit_rate_plot.h"
 #include "trace_reader.h"
 #include "trace_stats.h"
 
@@ -91,6 +92,20 @@ TEST(MooncakeSample, InfiniteCapacityAgreesWithTraceStats) {
   for (const Request& r : requests) replay.add(r);
   EXPECT_EQ(replay.result().hits().blocks, stats.hit_blocks);
   EXPECT_EQ(replay.result().hits().tokens, stats.hit_tokens);
+}
+
+TEST(HitRatePlot, WritesTheFileOrSaysWhyNot) {
+  std::filesystem::path out = std::filesystem::temp_directory_path() / "kvtier-cache-test-plot.svg";
+  std::filesystem::remove(out);
+  HitRatePlot plot{"test", "capacity (tokens)", {{"lru", {1024, 4096}, {0.1, 0.3}}}, 0.4};
+  try {
+    write_hit_rate_plot(plot, out.string());
+  } catch (const ConfigError& e) {
+    GTEST_SKIP() << "no python3 with matplotlib here: " << e.what();
+  }
+  ASSERT_TRUE(std::filesystem::exists(out));
+  EXPECT_GT(std::filesystem::file_size(out), 1000u);
+  std::filesystem::remove(out);
 }
 
 }  // namespace
