@@ -83,7 +83,7 @@ DdRun parse_dd_report(std::string_view report) {
 std::pair<DdRun, DdRun> run_dd(const std::string& dir, uint64_t block_bytes, uint64_t count) {
   const std::string path = scratch_path(dir, "dd");
   const std::string sizes = " bs=" + std::to_string(block_bytes) + " count=" + std::to_string(count);
-  const std::string write_command = "dd if=/dev/zero of=" + path + sizes + " oflag=direct conv=fsync";
+  const std::string write_command = "dd if=/dev/zero of=" + path + sizes + " oflag=direct";
   const std::string read_command = "dd if=" + path + " of=/dev/null" + sizes + " iflag=direct";
   try {
     DdRun write = parse_dd_report(run_command(write_command));

@@ -10,11 +10,8 @@
 #include <random>
 
 #include "copy_probe.h"
-#include "disk_probe.h"
-#include "gds_file.h"
 #include "gpu_memory.h"
 #include "hbm_kv_cache.h"
-#include "nvme_store.h"
 #include "offload_engine.h"
 #include "page_pool.h"
 #include "tool_support.h"
@@ -98,41 +95,6 @@ std::vector<BenchResult> run_offload_bench(const BenchOptions& options) {
     results.push_back({"reload", page_bytes, bytes, reload, "pinned H2D copy, 64 MiB", h2d_peak, 0.90});
     results.push_back(
         {"both", page_bytes, 2 * bytes, both, "H2D + D2H copies at once, 64 MiB", both_peak, 0.85});
-  }
-  return results;
-}
-
-std::vector<BenchResult> run_disk_bench(const BenchOptions& options) {
-  const uint64_t dd_block = 4ull << 20;
-  const auto [dd_write, dd_read] = run_dd(options.directory, dd_block, options.disk_bytes / dd_block);
-  std::vector<BenchResult> results;
-  for (uint64_t page_bytes : options.disk_page_sizes) {
-    const uint64_t pages = options.disk_bytes / page_bytes;
-    PagePool host(allocate_pinned_region(pages * page_bytes), page_bytes);
-    std::mt19937_64 rng(31);
-    auto* words = reinterpret_cast<uint64_t*>(host.page(0));
-    for (uint64_t i = 0; i < pages * page_bytes / 8; ++i) words[i] = rng();
-    const std::string path =
-        (std::filesystem::path(options.directory) / ("kvtier-bench-" + std::to_string(::getpid()) + ".store"))
-            .string();
-    auto store = NvmeStore::create(
-        path, {.block_bytes = page_bytes, .capacity_blocks = 2 * pages, .queue_depth = options.queue_depth});
-    std::vector<BlockWrite> writes;
-    std::vector<BlockRead> reads;
-    for (uint64_t i = 0; i < pages; ++i) {
-      writes.push_back({i, {host.page(i), page_bytes}});
-      reads.push_back({i, {host.page(i), page_bytes}});
-    }
-    const auto put_start = std::chrono::steady_clock::now();
-    store->put(writes);
-    const double put = std::chrono::duration<double>(std::chrono::steady_clock::now() - put_start).count();
-    const auto get_start = std::chrono::steady_clock::now();
-    store->get(reads);
-    const double get = std::chrono::duration<double>(std::chrono::steady_clock::now() - get_start).count();
-    results.push_back(
-        {"nvme_put", page_bytes, pages * page_bytes, put, dd_write.command, dd_write.bytes_per_s(), 0.90});
-    results.push_back(
-        {"nvme_get", page_bytes, pages * page_bytes, get, dd_read.command, dd_read.bytes_per_s(), 0.90});
   }
   return results;
 }

@@ -44,8 +44,8 @@ std::vector<BenchResult> run_offload_bench(const BenchOptions& options);
 // The NVMe store's put/get per page size, then GPUDirect Storage where available, against dd.
 std::vector<BenchResult> run_disk_bench(const BenchOptions& options);
 // cuFile writes and reads of 16 MiB between HBM and a file; prints why and returns nothing without GDS.
-std::vector<BenchResult> run_gds_bench(const BenchOptions& options, const DdRun& dd_write,
-                                       const DdRun& dd_read);
+std::vector<BenchResult> run_gds_bench(const BenchOptions& options, double dd_write_rate,
+                                       double dd_read_rate);
 
 nlohmann::json bench_json(const std::vector<BenchResult>& results);
 
