@@ -3,7 +3,7 @@
 // Each request is admitted and released at once, so nothing stays pinned between requests. A request
 // longer than tier 0 keeps only its first capacity-many blocks (the rest cannot be cached next to it) and
 // counts as truncated; its hits are counted over the blocks admitted. For LRU at many capacities,
-// LruCurve gives the same numbers in one pass; lru_curve_matches_replay in the tests holds the two to it.
+// LruCurve gives the same numbers in one pass; LruCurve.MatchesTieredCacheReplay holds the two together.
 #pragma once
 
 #include <cstdint>

@@ -71,8 +71,8 @@ void TieredCache::emit(CacheEventKind kind, uint32_t slot, int from, int to) {
   if (sink_ != nullptr) sink_->on_event(event);
 }
 
-// Tells the policy whether the block may be a victim: not while pinned, nor (prefix-aware) while a child
-// is cached in the same tier, so that leaves go first.
+// Tells the policy whether the block may be a victim: not while pinned, nor (prefix-aware) while an
+// unpinned child is cached in the same tier, so that leaves go first.
 void TieredCache::sync_hold(int t, uint32_t slot) {
   if (!in_tier(t, slot)) return;
   Tier& tier = tiers_[t];
@@ -94,11 +94,19 @@ void TieredCache::add_to_tier(int t, uint32_t slot) {
   if (block.pins > 0) ++tier.pinned;
   tier.policy->insert(slot);
   tier.held[slot] = 0;
-  if (tier.spec.prefix_aware && block.parent != kNoSlot) {
-    ++tier.children[block.parent];
-    sync_hold(t, block.parent);
-  }
+  if (block.pins == 0) count_child(t, slot, +1);
   sync_hold(t, slot);
+}
+
+// Prefix-aware tiers hold a block while an unpinned child is cached in the same tier. Pinned children do
+// not count: with consistent chains their parents are pinned too, and with inconsistent ones (a block
+// first seen after another predecessor) a hold could otherwise outlive every evictable leaf.
+void TieredCache::count_child(int t, uint32_t slot, int delta) {
+  Tier& tier = tiers_[t];
+  uint32_t parent = blocks_[slot].parent;
+  if (!tier.spec.prefix_aware || parent == kNoSlot) return;
+  tier.children[parent] += delta;
+  sync_hold(t, parent);
 }
 
 void TieredCache::remove_from_tier(int t, uint32_t slot) {
@@ -109,10 +117,7 @@ void TieredCache::remove_from_tier(int t, uint32_t slot) {
   if (block.pins > 0) --tier.pinned;
   tier.policy->erase(slot);
   tier.held[slot] = 0;
-  if (tier.spec.prefix_aware && block.parent != kNoSlot) {
-    --tier.children[block.parent];
-    sync_hold(t, block.parent);
-  }
+  if (block.pins == 0) count_child(t, slot, -1);
 }
 
 void TieredCache::set_pins(uint32_t slot, uint32_t pins) {
@@ -123,6 +128,7 @@ void TieredCache::set_pins(uint32_t slot, uint32_t pins) {
   for (uint32_t mask = block.tier_mask; mask != 0; mask &= mask - 1) {
     int t = std::countr_zero(mask);
     tiers_[t].pinned += pins > 0 ? 1 : -1;
+    count_child(t, slot, pins > 0 ? -1 : +1);
     sync_hold(t, slot);
   }
 }

@@ -87,7 +87,7 @@ class TieredCache {
     int64_t used = 0;
     int64_t pinned = 0;
     std::unique_ptr<EvictionPolicy> policy;
-    std::vector<uint32_t> children;  // prefix-aware: children of the slot cached in this tier
+    std::vector<uint32_t> children;  // prefix-aware: unpinned children of the slot cached in this tier
     std::vector<uint8_t> held;       // what the policy was told: 1 = held out of victim()'s reach
   };
 
@@ -95,6 +95,7 @@ class TieredCache {
   bool in_tier(int t, uint32_t slot) const { return blocks_[slot].tier_mask >> t & 1u; }
   void emit(CacheEventKind kind, uint32_t slot, int from, int to);
   void sync_hold(int t, uint32_t slot);
+  void count_child(int t, uint32_t slot, int delta);
   void add_to_tier(int t, uint32_t slot);
   void remove_from_tier(int t, uint32_t slot);
   void set_pins(uint32_t slot, uint32_t pins);

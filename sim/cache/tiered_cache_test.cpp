@@ -175,5 +175,19 @@ TEST(TieredCache, ShrinkingATierEvictsAndRefusesBelowPinned) {
   EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, 2);
 }
 
+// Block 2 is first seen after 1, so 1 is its parent; a later chain reaches 2 through 5 instead (a trace
+// with prefix violations). Pinned for that request, 2 must not keep 1 from being evicted.
+TEST(TieredCache, PrefixAwareHoldYieldsToPinnedChildrenOfInconsistentChains) {
+  TierSpec hbm = make_tier("hbm", 2);
+  hbm.prefix_aware = true;
+  TieredCache cache({hbm});
+  run(cache, {1, 2});
+  Admission admission;
+  ASSERT_TRUE(cache.admit(std::vector<uint64_t>{5, 2}, admission));
+  EXPECT_FALSE(cache.contains(0, 1));
+  EXPECT_TRUE(cache.contains(0, 5));
+  cache.release(admission);
+}
+
 }  // namespace
 }  // namespace kvtier
