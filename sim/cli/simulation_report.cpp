@@ -35,21 +35,23 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
   seconds("TPOT p95", "tpot_s", "p95");
   seconds("end-to-end p50", "e2e_s", "p50");
   seconds("end-to-end p95", "e2e_s", "p95");
-  for (const auto& [tier, rate] : s["hit_rate_tokens"].items()) {
-    rows.push_back({"hit rate " + tier, fixed("%.1f %%", 100 * rate.get<double>()), rate.get<double>()});
+  for (const auto& tier : s["hit_rate_tokens"]) {
+    double rate = tier["rate"].get<double>();
+    rows.push_back({"hit rate " + tier["tier"].get<std::string>(), fixed("%.1f %%", 100 * rate), rate});
   }
   rows.push_back({"hit rate total", fixed("%.1f %%", 100 * s["hit_rate_total"].get<double>()),
                   s["hit_rate_total"].get<double>()});
   count("recomputed tokens", s["recomputed_tokens"].get<double>());
   count("preemptions", s["preemptions"].get<double>());
   double moved = 0;
-  for (const auto& [link, bytes] : s["link_bytes"].items()) {
-    if (link.starts_with("pcie_") || link.starts_with("nvme_") || link == "network") moved += bytes.get<double>();
-    if (bytes.get<double>() > 0) rows.push_back({"bytes " + link, format_bytes(bytes.get<double>()), bytes.get<double>()});
+  for (const auto& entry : s["link_bytes"]) {
+    std::string link = entry["link"].get<std::string>();
+    double bytes = entry["bytes"].get<double>();
+    if (link.starts_with("pcie_") || link.starts_with("nvme_") || link == "network") moved += bytes;
+    if (bytes > 0) rows.push_back({"bytes " + link, format_bytes(bytes), bytes});
   }
   rows.push_back({"bytes moved (PCIe, NVMe, network)", format_bytes(moved), moved});
   rows.push_back({"simulated time", format_duration(s["simulated_s"].get<double>()), std::nan("")});
-  rows.push_back({"wall time", format_duration(s["wall_s"].get<double>()), std::nan("")});
   return rows;
 }
 

@@ -52,14 +52,16 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::v
     preemptions += r.preemptions;
     for (size_t t = 0; t < hits.size() && t < r.hit_tokens.size(); ++t) hits[t] += r.hit_tokens[t];
   }
-  nlohmann::json hit_rate = nlohmann::json::object();
+  // Arrays rather than objects keep tiers fastest first and links in platform order.
+  nlohmann::json hit_rate = nlohmann::json::array();
   int64_t hit_total = 0;
   for (size_t t = 0; t < hits.size(); ++t) {
     hit_total += hits[t];
-    hit_rate[tier_names[t]] = input_tokens > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input_tokens) : 0;
+    double rate = input_tokens > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input_tokens) : 0;
+    hit_rate.push_back({{"tier", tier_names[t]}, {"rate", rate}, {"tokens", hits[t]}});
   }
-  nlohmann::json links = nlohmann::json::object();
-  for (size_t l = 0; l < link_names.size(); ++l) links[link_names[l]] = link_bytes[l];
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t l = 0; l < link_names.size(); ++l) links.push_back({{"link", link_names[l]}, {"bytes", link_bytes[l]}});
   return {{"requests_issued", records.size()},
           {"requests_completed", completed},
           {"requests_rejected", rejected},

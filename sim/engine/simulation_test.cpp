@@ -1,0 +1,159 @@
+// The serving simulation against independent expectations: the analytic cache replay, the cache's own
+// event totals, a TTFT computed by hand, and bad scenarios failing before anything runs.
+#include "simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "isolated_run.h"
+#include "tiered_cache.h"
+#include "workload.h"
+
+namespace kvtier {
+namespace {
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> cells;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) cells.push_back(cell);
+  return cells;
+}
+
+// One column of a CSV file with a header row.
+std::vector<double> csv_column(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header = split(line);
+  size_t column = std::find(header.begin(), header.end(), name) - header.begin();
+  std::vector<double> values;
+  while (std::getline(in, line)) values.push_back(std::stod(split(line).at(column)));
+  return values;
+}
+
+Scenario scenario_from(const std::string& yaml) { return parse_scenario(ConfigNode::load_string(yaml, "test.yaml")); }
+
+nlohmann::json run(const Scenario& s, bool free_transfers = false, const std::string& out = "") {
+  return run_isolated([&] { return simulate(s, {out, free_transfers}); });
+}
+
+// Llama-3.1-8B alone on one H100 of the SXM node: 80 GB less `reserve` less 16.06 GB of weights is left
+// for KV, in blocks of 512 tokens × 128 KiB (64 MiB).
+std::string one_gpu_scenario(const std::string& workload, const std::string& reserve = "40GB",
+                             const std::string& extra_tiers = "") {
+  return "name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
+         "instance: {gpus: 1, hbm_utilisation: 1.0, activation_reserve: " + reserve + "}\n"
+         "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
+         "    - {name: dram, kv: bf16, capacity: 1TiB}\n" +
+         extra_tiers + "workload: " + workload + "\n";
+}
+
+std::string mooncake_line(int ms, int input, int first_id, int blocks, int extra_id = -1) {
+  std::string ids;
+  for (int b = 0; b < blocks; ++b) ids += (b ? ", " : "") + std::to_string(first_id + b);
+  if (extra_id >= 0) ids += ", " + std::to_string(extra_id);
+  return "{\"timestamp\": " + std::to_string(ms) + ", \"input_length\": " + std::to_string(input) +
+         ", \"output_length\": 1, \"hash_ids\": [" + ids + "]}\n";
+}
+
+TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
+  // A (16 blocks), then B (20 blocks) evicts A's last 6 blocks to DRAM (30 fit), then C = A + 1 block.
+  std::string trace = temp_file("kvtier_sim_ttft.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
+                                                             mooncake_line(100000, 20 * 512, 100, 20) +
+                                                             mooncake_line(200000, 17 * 512, 1, 16, 17));
+  // 80 − 61.92 − 16.06 = 2.02 GB: 30 blocks.
+  Scenario s = scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB"));
+  ASSERT_EQ(s.tiers[0].capacity_blocks(), 30);
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_ttft").string();
+  nlohmann::json summary = run(s, false, out);
+  ASSERT_EQ(summary["requests_completed"], 3);
+
+  double ttft = csv_column(out + "/requests.csv", "ttft_s")[2];
+  // Load: 6 blocks × 64 MiB over PCIe (55 GB/s, 2.8 us); DRAM (600 GB/s) is not the bottleneck.
+  double load = 2.8e-6 + 6.0 * 512 * 131072 / 55e9;
+  // Prefill of the last 512 tokens after 8,192 cached: linear 2 × 8.03e9 per token, attention
+  // 2 × 32 heads × 256 × 32 layers per (query, key) pair, over 989 TFLOP/s × 0.57.
+  double n = 512, cached = 8192;
+  double flops = 2 * 8.03e9 * n + 2.0 * 32 * 256 * 32 * (n * cached + n * (n + 1) / 2);
+  double prefill = flops / (989e12 * 0.57);
+  EXPECT_NEAR(ttft, load + prefill, 1e-6);
+}
+
+TEST(Simulation, FreeTransfersGiveTheAnalyticHitCounts) {
+  // Sessions far apart in time and one output token each, so requests never overlap: the engine then
+  // admits and releases in the analytic replay's order.
+  std::string workload = "{loop: open, source: agent, agent: agent-default, requests: 120, rate: 0.0001}";
+  Scenario s = scenario_from(one_gpu_scenario(workload) + "slo: {ttft: 1h}\n");
+  nlohmann::json summary = run(s, true);
+
+  TieredCache cache(s.tiers);
+  WorkloadPlan plan = build_workload(s);
+  std::vector<int64_t> expected(s.tiers.size(), 0);
+  Admission admission;
+  while (auto ready = plan.driver->next_ready_time()) {
+    Request r = plan.driver->pop_ready();
+    if (!cache.admit(r.block_ids, admission)) continue;
+    int64_t budget = r.input_tokens - 1;
+    for (int tier : admission.prefix.tier_of_block) {
+      int64_t tokens = std::min<int64_t>(512, budget);
+      expected[tier] += std::max<int64_t>(0, tokens);
+      budget -= tokens;
+    }
+    cache.release(admission);
+  }
+  ASSERT_GT(expected[0] + expected[1], 0) << "the workload should hit the cache";
+  for (size_t t = 0; t < expected.size(); ++t) {
+    EXPECT_EQ(summary["hit_rate_tokens"][t]["tokens"].get<int64_t>(), expected[t]) << s.tiers[t].name;
+  }
+}
+
+TEST(Simulation, BytesPerLinkEqualTheCacheEvents) {
+  Scenario s = scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, "
+                                              "duration: 5min}"));
+  nlohmann::json summary = run(s);
+  double promoted = 0, stored = 0;
+  for (const auto& flow : summary["cache_traffic"]) {
+    if (flow["event"] == "promote") promoted += flow["from_bytes"].get<double>();
+    if (flow["event"] == "demote" || flow["event"] == "write_through") stored += flow["to_bytes"].get<double>();
+  }
+  ASSERT_GT(promoted, 0);
+  ASSERT_GT(stored, 0);
+  std::map<std::string, double> links;
+  for (const auto& l : summary["link_bytes"]) links[l["link"]] = l["bytes"].get<double>();
+  EXPECT_NEAR(links["pcie_h2d_0"], promoted, 1.0);
+  EXPECT_NEAR(links["pcie_d2h_0"], stored, 1.0);
+  EXPECT_NEAR(links["dram"], promoted + stored, 2.0);
+}
+
+TEST(Simulation, SameInputsGiveIdenticalResults) {
+  Scenario s = scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
+                                              "duration: 2min}"));
+  EXPECT_EQ(run(s).dump(), run(s).dump());
+}
+
+TEST(Simulation, BadScenariosFailBeforeRunning) {
+  EXPECT_THROW(scenario_from(one_gpu_scenario("{loop: closed}") + "instnace: {}\n"), ConfigError);
+  std::string hbm_capacity = "name: t\nmodel: llama-3.1-8b\nhardware: h200\ncache:\n  tiers:\n"
+                             "    - {name: hbm, kv: bf16, capacity: 10GiB}\nworkload: {}\n";
+  EXPECT_THROW(scenario_from(hbm_capacity), ConfigError);
+  std::string no_room = "name: t\nmodel: deepseek-v3\nhardware: h200\ncache:\n  tiers:\n"
+                        "    - {name: hbm, kv: bf16}\nworkload: {}\n";
+  try {
+    scenario_from(no_room);
+    FAIL() << "671 B parameters do not fit one H200";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("leave no HBM for KV"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kvtier
