@@ -94,7 +94,7 @@ nlohmann::json to_json(const Analysis& a, const BreakevenOptions& options, const
 
 void print_table(const Analysis& a, const BreakevenOptions& options, const std::vector<BreakevenRow>& rows) {
   std::cout << a.model.name;
-  if (a.hardware) std::cout << " on " << a.hardware->name << " (" << a.hardware->gpu.count << (a.hardware->gpu.count == 1 ? " GPU)" : " GPUs)");
+  if (a.hardware) std::cout << " on " << a.hardware->name << ", " << a.hardware->gpu.count << (a.hardware->gpu.count == 1 ? " GPU" : " GPUs");
   std::cout << "; " << with_commas(options.new_tokens) << " new tokens per turn\n";
   for (const LoadPath& path : a.paths) {
     std::cout << "  " << path.name << ": " << format_bandwidth(path.bandwidth) << "\n";
