@@ -1,5 +1,6 @@
 #include "simulation_report.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -48,30 +49,50 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
     std::string link = entry["link"].get<std::string>();
     double bytes = entry["bytes"].get<double>();
     if (link.starts_with("pcie_") || link.starts_with("nvme_") || link == "network") moved += bytes;
-    if (bytes > 0) rows.push_back({"bytes " + link, format_bytes(bytes), bytes});
+    rows.push_back({"bytes " + link, format_bytes(bytes), bytes});
   }
   rows.push_back({"bytes moved (PCIe, NVMe, network)", format_bytes(moved), moved});
   rows.push_back({"simulated time", format_duration(s["simulated_s"].get<double>()), std::nan("")});
   return rows;
 }
 
+// The metrics of every variant, in order of first appearance (variants may differ in tiers and links).
+std::vector<std::string> union_of_labels(const std::vector<std::vector<Row>>& columns) {
+  std::vector<std::string> labels;
+  for (const auto& column : columns) {
+    auto at = labels.begin();
+    for (const Row& row : column) {
+      auto found = std::find(labels.begin(), labels.end(), row.label);
+      at = found != labels.end() ? found + 1 : labels.insert(at, row.label) + 1;
+    }
+  }
+  return labels;
+}
+
 // One table: rows are metrics, columns variants (plus last/first when there are two).
 Table build_table(const nlohmann::json& result) {
-  const nlohmann::json& variants = result["variants"];
   std::vector<std::string> headers{"metric"};
   std::vector<std::vector<Row>> columns;
-  for (const auto& v : variants) {
+  for (const auto& v : result["variants"]) {
     headers.push_back(v["name"].get<std::string>());
     columns.push_back(rows_of(v["summary"]));
   }
   bool ratio = columns.size() == 2;
   if (ratio) headers.push_back(headers[2] + " / " + headers[1]);
   Table table(headers);
-  for (size_t r = 0; r < columns[0].size(); ++r) {
-    std::vector<std::string> cells{columns[0][r].label};
-    for (const auto& column : columns) cells.push_back(r < column.size() ? column[r].cell : "-");
-    if (ratio && r < columns[1].size()) {
-      double a = columns[0][r].value, b = columns[1][r].value;
+  for (const std::string& label : union_of_labels(columns)) {
+    std::vector<const Row*> cells_of;
+    for (const auto& column : columns) {
+      auto it = std::find_if(column.begin(), column.end(), [&](const Row& r) { return r.label == label; });
+      cells_of.push_back(it == column.end() ? nullptr : &*it);
+    }
+    bool used = std::any_of(cells_of.begin(), cells_of.end(), [](const Row* r) { return r && r->value != 0; });
+    if (!used && label.starts_with("bytes ")) continue;  // a link no variant used
+    std::vector<std::string> cells{label};
+    for (const Row* r : cells_of) cells.push_back(r ? r->cell : "-");
+    if (ratio) {
+      double a = cells_of[0] ? cells_of[0]->value : std::nan("");
+      double b = cells_of[1] ? cells_of[1]->value : std::nan("");
       cells.push_back(std::isnan(a) || std::isnan(b) || a == 0 ? "" : fixed("%.2fx", b / a));
     }
     table.add_row(cells);
