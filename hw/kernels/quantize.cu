@@ -1,10 +1,29 @@
 // 4-bit quantize/dequantize kernels: TurboQuant slots and group-scaled int4.
 //
-// TurboQuant grid mapping: a team of 32 lanes per vector (one token of one KV head), each lane holding
-// E = head_dim / 32 consecutive elements; 8 teams per 256-thread block, teams stride over the vectors.
-// The Walsh-Hadamard stages shorter than E run in registers, the longer ones exchange with lane
-// (l XOR h/E) through shuffles; the norm and min/max reductions are butterflies over the 32 lanes, in the
-// order turboquant.h fixes. int4 mapping: g/8 lanes per group, 8 elements (one 16-byte load) per lane.
+// These kernels move 1.5-2 bytes per element and must run at HBM speed, so each lane works on a run of
+// elements in registers and cross-lane traffic is kept to the minimum the formats' operation order allows.
+//
+// TurboQuant: a team of L = head_dim / E lanes per vector (E = 32 elements per lane; head_dim 32 is one
+// lane), teams stride over the vectors. The format's norm is summed as 32 "virtual lanes" of head_dim / 32
+// elements followed by a butterfly (turboquant.h); a lane holds 32 / L of those virtual lanes, runs the
+// butterfly stages between them in registers and the others through shuffles, in the same order. The
+// Walsh-Hadamard stages below E run in registers, the L - 1 longer ones through shuffles. A codebook
+// cell is found with one shared-memory lookup keyed by the top 11 bits of the float (sign, exponent, two
+// mantissa bits) and one comparison, which equals the reference's binary search whenever no bucket holds
+// two boundaries (checked per block; otherwise the kernel falls back to the search).
+//
+// int4 quantize: a lane handles min(g, 32) consecutive elements (one to four 16-byte loads), g / 32
+// lanes share a larger group and combine their min/max through shuffles.
+//
+// Dequantize (both formats) gives each lane 8 elements, so that the lanes' 16-byte stores of one
+// instruction are contiguous: with 64 bytes per lane they half-fill twice as many sectors and ran 30 %
+// slower on the H200 (docs/hw-kernels.md). A value of bf16 is rounded without the NaN case when the
+// stored scale and zero (or norm and codebook) are finite, which rules NaN out.
+//
+// Loops run the same number of rounds on every lane of a 32-thread warp so that shuffles (full mask on
+// CUDA) always see all their partners; lanes past the end compute on a clamped index and store nothing.
+// Nothing depends on the hardware warp width: teams have at most 32 lanes, HIP's 64-lane wavefronts
+// just hold two such warps.
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -19,51 +38,230 @@ namespace kvtier::hw {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kLanes = kTurboQuantLanes;
-constexpr int kTeamsPerBlock = kThreads / kLanes;
+constexpr int kWarp = 32;  // the unit whose lanes run loops in lockstep (see above), not the hardware width
+constexpr int kBucketBits = 11;
+constexpr int kBuckets = 1 << kBucketBits;
+constexpr int kDequantizeElements = 8;  // per lane in the dequantize kernels (see TurboQuantShape)
 
-// Loads N bf16 values as floats with the widest aligned access N allows.
+// `MaxElements` per lane: 32 for quantize; 8 for dequantize, whose 16-byte stores then coalesce across
+// lanes (a lane writing 64 contiguous bytes leaves every store instruction half-filling 32 sectors).
+template <int D, int MaxElements = 32>
+struct TurboQuantShape {
+  static constexpr int kElements = D / MaxElements > 32 ? D / 32 : (D < MaxElements ? D : MaxElements);
+  static constexpr int kLanes = D / kElements;  // per vector
+};
+
+// Loads N bf16 values (N a multiple of 8, 16-byte aligned) as N/2 packed 32-bit words.
 template <int N>
-__device__ void load_bf16(const uint16_t* src, float* out) {
-  if constexpr (N % 8 == 0) {
+__device__ void load_words(const uint16_t* src, uint32_t* words) {
 #pragma unroll
-    for (int w = 0; w < N / 8; ++w) {
-      uint4 word = reinterpret_cast<const uint4*>(src)[w];
-      unsigned int parts[4] = {word.x, word.y, word.z, word.w};
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        out[w * 8 + 2 * j] = bf16_to_float(static_cast<uint16_t>(parts[j] & 0xffffu));
-        out[w * 8 + 2 * j + 1] = bf16_to_float(static_cast<uint16_t>(parts[j] >> 16));
-      }
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) out[i] = bf16_to_float(src[i]);
+  for (int w = 0; w < N / 8; ++w) {
+    uint4 word = reinterpret_cast<const uint4*>(src)[w];
+    words[4 * w] = word.x;
+    words[4 * w + 1] = word.y;
+    words[4 * w + 2] = word.z;
+    words[4 * w + 3] = word.w;
   }
 }
 
+// Word j holds elements 2j (low half) and 2j+1; `flip` XORs their sign bits (bits 15 and 31).
 template <int N>
-__device__ void store_bf16(const float* in, uint16_t* dst) {
-  if constexpr (N % 8 == 0) {
+__device__ void unpack_bf16(const uint32_t* words, const uint32_t* flip, float* out) {
 #pragma unroll
-    for (int w = 0; w < N / 8; ++w) {
-      unsigned int parts[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        parts[j] = float_to_bf16(in[w * 8 + 2 * j]) |
-                   (static_cast<unsigned int>(float_to_bf16(in[w * 8 + 2 * j + 1])) << 16);
-      }
-      reinterpret_cast<uint4*>(dst)[w] = make_uint4(parts[0], parts[1], parts[2], parts[3]);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < N; ++i) dst[i] = float_to_bf16(in[i]);
+  for (int j = 0; j < N / 2; ++j) {
+    uint32_t w = words[j] ^ flip[j];
+    out[2 * j] = bits_float(w << 16);
+    out[2 * j + 1] = bits_float(w & 0xffff0000u);
   }
 }
 
-// The unnormalised Walsh-Hadamard transform of the team's vector, E elements per lane.
+// float_to_bf16 for a value known not to be NaN, as the rounded bits in the upper half.
+__device__ uint32_t bf16_rounded_bits(float f) {
+  uint32_t u = float_bits(f);
+  return u + 0x7fffu + ((u >> 16) & 1u);
+}
+
+// Two floats as one word of bf16 (lo in the low half) XOR `flip`; `finite` says neither can be NaN.
+__device__ uint32_t pack_bf16(float lo, float hi, bool finite, uint32_t flip) {
+  if (finite) return __byte_perm(bf16_rounded_bits(lo), bf16_rounded_bits(hi), 0x7632) ^ flip;
+  return (float_to_bf16(lo) | (static_cast<uint32_t>(float_to_bf16(hi)) << 16)) ^ flip;
+}
+
+template <int N>
+__device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, uint16_t* dst) {
+#pragma unroll
+  for (int w = 0; w < N / 8; ++w) {
+    uint32_t p[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      p[j] = pack_bf16(in[8 * w + 2 * j], in[8 * w + 2 * j + 1], finite, flip[4 * w + j]);
+    reinterpret_cast<uint4*>(dst)[w] = make_uint4(p[0], p[1], p[2], p[3]);
+  }
+}
+
+// Nibble of a min/max-quantized value; the same as affine_nibble (quant_math.h), with the saturating
+// conversion doing the clamp at 0 and the NaN case.
+__device__ uint32_t affine_nibble_fast(float x, float zero, float inverse) {
+  float q = (x - zero) * inverse + 0.5f;
+  return min(__float2uint_rz(q), 15u);
+}
+
+// Writes `bytes` (a multiple of 2) of `words` to `dst`: 8-byte stores when `wide` (dst 8-byte aligned),
+// otherwise byte stores.
+template <int Bytes>
+__device__ void store_run(const uint32_t* words, uint8_t* dst, bool wide) {
+  if (wide) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 8; ++i)
+      reinterpret_cast<uint2*>(dst)[i] = make_uint2(words[2 * i], words[2 * i + 1]);
+    if constexpr (Bytes % 8 == 4) reinterpret_cast<uint32_t*>(dst)[Bytes / 4 - 1] = words[Bytes / 4 - 1];
+  } else {
+#pragma unroll
+    for (int i = 0; i < Bytes; ++i) dst[i] = static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)));
+  }
+}
+
+// Writes `bytes` of `words` to a 2-byte aligned `dst` (when `wide`) as 16-bit stores, else byte stores.
+template <int Bytes>
+__device__ void store_run_u16(const uint32_t* words, uint8_t* dst, bool wide) {
+  if (wide) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 2; ++i)
+      reinterpret_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2)));
+  } else {
+#pragma unroll
+    for (int i = 0; i < Bytes; ++i) dst[i] = static_cast<uint8_t>(words[i / 4] >> (8 * (i % 4)));
+  }
+}
+
+template <int Bytes>
+__device__ void load_run(const uint8_t* src, uint32_t* words, bool wide) {
+  if (wide) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 8; ++i) {
+      uint2 w = reinterpret_cast<const uint2*>(src)[i];
+      words[2 * i] = w.x;
+      words[2 * i + 1] = w.y;
+    }
+    if constexpr (Bytes % 8 == 4)
+      words[Bytes / 4 - 1] = reinterpret_cast<const uint32_t*>(src)[Bytes / 4 - 1];
+  } else {
+#pragma unroll
+    for (int i = 0; i < (Bytes + 3) / 4; ++i) words[i] = 0;
+#pragma unroll
+    for (int i = 0; i < Bytes; ++i) words[i / 4] |= static_cast<uint32_t>(src[i]) << (8 * (i % 4));
+  }
+}
+
+template <int Bytes>
+__device__ void load_run_u16(const uint8_t* src, uint32_t* words, bool wide) {
+  if (wide) {
+#pragma unroll
+    for (int i = 0; i < Bytes / 4; ++i) {
+      const uint16_t* half = reinterpret_cast<const uint16_t*>(src) + 2 * i;
+      words[i] = half[0] | (static_cast<uint32_t>(half[1]) << 16);
+    }
+  } else {
+    load_run<Bytes>(src, words, false);
+  }
+}
+
+__device__ void store_fp16(uint8_t* at, uint16_t h, bool wide) {
+  if (wide) {
+    *reinterpret_cast<uint16_t*>(at) = h;
+  } else {
+    at[0] = static_cast<uint8_t>(h & 0xff);
+    at[1] = static_cast<uint8_t>(h >> 8);
+  }
+}
+
+__device__ uint16_t load_fp16(const uint8_t* at, bool wide) {
+  if (wide) return *reinterpret_cast<const uint16_t*>(at);
+  return static_cast<uint16_t>(at[0] | (at[1] << 8));
+}
+
+// One bucket of the cell table: every float whose top kBucketBits bits are the bucket's key lies in cell
+// `cell` or, if it is above `next_boundary`, in cell + 1.
+struct CellBucket {
+  float next_boundary;
+  uint32_t cell;
+};
+
+// Fills the bucket table of `book` (all threads of the block) and returns, to every thread, whether it
+// reproduces the binary search for every input the kernel can produce: the boundaries ascend and no
+// bucket holds two of them. The top bucket of +inf also holds signalling NaNs, which a product never is;
+// the other NaN buckets map to cell 0, as the search does.
+__device__ bool build_cell_table(const TurboQuantCodebook& book, CellBucket* table, float* boundaries) {
+  if (threadIdx.x < 15) boundaries[threadIdx.x] = book.boundaries[threadIdx.x];
+  bool valid = true;
+  for (int i = 0; i + 1 < 15; ++i) valid = valid && book.boundaries[i] <= book.boundaries[i + 1];
+  for (uint32_t key = threadIdx.x; key < kBuckets; key += blockDim.x) {
+    const uint32_t first = key << (32 - kBucketBits), last = first | ((1u << (32 - kBucketBits)) - 1u);
+    const bool negative = (key >> (kBucketBits - 1)) != 0;
+    const bool special = ((first >> 23) & 0xffu) == 0xffu;  // infinities and NaNs
+    const float low = bits_float(negative ? last : first), high = bits_float(negative ? first : last);
+    uint32_t cell = 0;
+    if (!special || first == 0x7f800000u) {
+      const float bottom = special ? INFINITY : low;
+      while (cell < 15 && book.boundaries[cell] < bottom) ++cell;
+      if (!special && cell + 1 < 15 && book.boundaries[cell + 1] < high) valid = false;
+    }
+    table[key] = {cell < 15 ? book.boundaries[cell] : INFINITY, cell};
+  }
+  return __syncthreads_and(valid) != 0;
+}
+
+__device__ uint32_t cell_index(float z, const CellBucket* table, const float* boundaries, bool use_table) {
+  if (!use_table) return codebook_index(boundaries, z);
+  const CellBucket bucket = table[float_bits(z) >> (32 - kBucketBits)];
+  return bucket.cell + (z > bucket.next_boundary ? 1u : 0u);
+}
+
+// Sign-bit masks of this lane's rotation signs, in the word layout of unpack_bf16.
 template <int E>
-__device__ void walsh_hadamard(float* x, int lane, int head_dim) {
+__device__ void rotation_flips(uint32_t seed, uint32_t first, uint32_t* flip) {
+#pragma unroll
+  for (int j = 0; j < E / 2; ++j) {
+    flip[j] = (rotation_sign(seed, first + 2 * j) < 0.0f ? 0x8000u : 0u) |
+              (rotation_sign(seed, first + 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
+  }
+}
+
+// The squared norm in the format's order: 32 reduction lanes summing their run of elements, then a
+// butterfly over reduction-lane distances 16 ... 1. Stages between this lane's own reduction lanes run
+// in registers, the others exchange with lane (l XOR distance / kVirtual).
+template <int D>
+__device__ float lane_ordered_sum_of_squares(const float* x) {
+  constexpr int kVirtual = kTurboQuantLanes / TurboQuantShape<D>::kLanes;  // reduction lanes per lane
+  constexpr int kRun = D / kTurboQuantLanes;                               // elements per reduction lane
+  float part[kVirtual];
+#pragma unroll
+  for (int r = 0; r < kVirtual; ++r) {
+    part[r] = x[r * kRun] * x[r * kRun];  // 0 + s == s for the non-negative first square
+#pragma unroll
+    for (int e = 1; e < kRun; ++e) part[r] = part[r] + x[r * kRun + e] * x[r * kRun + e];
+  }
+#pragma unroll
+  for (int stage = 1; stage < kTurboQuantLanes; stage <<= 1) {
+    const int distance = kTurboQuantLanes / 2 / stage;  // 16, 8, 4, 2, 1
+    if (distance >= kVirtual) {
+#pragma unroll
+      for (int r = 0; r < kVirtual; ++r)
+        part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, TurboQuantShape<D>::kLanes);
+    } else {
+#pragma unroll
+      for (int r = 0; r < kVirtual; ++r)
+        if ((r & distance) == 0) part[r] = part[r] + part[r + distance];
+    }
+  }
+  return part[0];
+}
+
+// The unnormalised Walsh-Hadamard transform of the team's vector: stages below E in registers, longer
+// ones with lane (l XOR h / E). The upper lane of a pair computes partner - own as partner + (-own).
+template <int D, int E>
+__device__ void walsh_hadamard(float* x, int lane) {
+  constexpr int kLanes = D / E;
 #pragma unroll
   for (int h = 1; h < E; h <<= 1) {
 #pragma unroll
@@ -75,208 +273,263 @@ __device__ void walsh_hadamard(float* x, int lane, int head_dim) {
       }
     }
   }
-  for (int h = E; h < head_dim; h <<= 1) {
+#pragma unroll
+  for (int h = E; h < D; h <<= 1) {
     const int mask = h / E;
-    const bool lower = (lane & mask) == 0;
+    const uint32_t negate = (lane & mask) != 0 ? 0x80000000u : 0u;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
       float partner = gpu::shfl_xor(x[i], mask, kLanes);
-      x[i] = lower ? x[i] + partner : partner - x[i];
+      x[i] = partner + bits_float(float_bits(x[i]) ^ negate);
     }
   }
 }
 
-// Packs E nibbles (E >= 2) into E/2 bytes at `out`; with E == 1 even lanes write their pair's byte.
 template <int E>
-__device__ void store_nibbles(const uint32_t* nibble, int lane, uint8_t* out) {
-  if constexpr (E == 1) {
-    uint32_t odd = gpu::shfl_xor(nibble[0], 1, kLanes);
-    if ((lane & 1) == 0) out[lane / 2] = static_cast<uint8_t>(nibble[0] | (odd << 4));
-  } else {
-#pragma unroll
-    for (int i = 0; i < E; i += 2)
-      out[lane * E / 2 + i / 2] = static_cast<uint8_t>(nibble[i] | (nibble[i + 1] << 4));
-  }
-}
-
-template <int E>
-__device__ void load_nibbles(const uint8_t* in, int lane, uint32_t* nibble) {
+__device__ void min_max(const float* x, float& lo, float& hi) {
+  lo = INFINITY;  // NaN inputs are skipped, as fminf/fmaxf do
+  hi = -INFINITY;
 #pragma unroll
   for (int i = 0; i < E; ++i) {
-    int element = lane * E + i;
-    nibble[i] = (in[element / 2] >> (4 * (element & 1))) & 0xfu;
+    lo = fminf(lo, x[i]);
+    hi = fmaxf(hi, x[i]);
   }
 }
 
-__device__ void store_fp16(uint8_t* at, uint16_t h) {
-  at[0] = static_cast<uint8_t>(h & 0xff);
-  at[1] = static_cast<uint8_t>(h >> 8);
-}
-
-__device__ uint16_t load_fp16(const uint8_t* at) {
-  return static_cast<uint16_t>(at[0] | (at[1] << 8));
-}
-
-__device__ void load_codebook(const TurboQuantCodebook& book, float* centroids, float* boundaries) {
-  if (threadIdx.x < 16) centroids[threadIdx.x] = book.centroids[threadIdx.x];
-  if (threadIdx.x < 15) boundaries[threadIdx.x] = book.boundaries[threadIdx.x];
-  __syncthreads();
-}
-
-// k, v: [vectors, head_dim] bf16; slots: [vectors, slot_bytes].
+// Min/max quantization of E values (scale and zero as the references round them) into E/8 words.
 template <int E>
+__device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& scale_h, uint16_t& zero_h,
+                                uint32_t* packed) {
+  zero_h = float_to_fp16(lo);
+  scale_h = float_to_fp16((hi - lo) / 15.0f);
+  const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
+#pragma unroll
+  for (int w = 0; w < E / 8; ++w) {
+    packed[w] = 0;
+#pragma unroll
+    for (int i = 0; i < 8; ++i) packed[w] |= affine_nibble_fast(x[8 * w + i], zero, inverse) << (4 * i);
+  }
+}
+
+// Values of E nibbles (E/8 words) under the stored fp16 scale and zero; `finite` when neither is inf/NaN
+// (then no value is NaN).
+template <int E>
+__device__ bool affine_dequantize(const uint32_t* packed, uint16_t scale_h, uint16_t zero_h, float* x) {
+  const float scale = fp16_to_float(scale_h), zero = fp16_to_float(zero_h);
+#pragma unroll
+  for (int i = 0; i < E; ++i) x[i] = affine_value((packed[i / 8] >> (4 * (i % 8))) & 0xfu, zero, scale);
+  return (scale_h & 0x7c00u) != 0x7c00u && (zero_h & 0x7c00u) != 0x7c00u;
+}
+
+// The first vector (or int4 chunk) of this thread's warp in round 0, and the step between rounds, for
+// loops that every lane of a warp runs the same number of times. `per_lane` lanes share one item.
+struct WarpRounds {
+  int64_t first, step;
+};
+__device__ WarpRounds warp_rounds(int lanes_per_item) {
+  const int items_per_warp = kWarp / lanes_per_item;
+  return {(int64_t{blockIdx.x} * (kThreads / kWarp) + threadIdx.x / kWarp) * items_per_warp,
+          int64_t{gridDim.x} * (kThreads / lanes_per_item)};
+}
+
+// k, v: [vectors, D] bf16; slots: [vectors, slot_bytes].
+template <int D>
 __global__ void __launch_bounds__(kThreads)
     turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
                                int64_t vectors) {
-  __shared__ float centroids[16], boundaries[15];
-  load_codebook(params.codebook, centroids, boundaries);
-  const int d = E * kLanes, lane = threadIdx.x % kLanes;
-  const TurboQuantSlotOffsets at{0, d / 2, d / 2 + 2, d + 2, d + 4, d + 6};
-  float sign[E];  // this lane's rotation signs, the same for every vector
-#pragma unroll
-  for (int i = 0; i < E; ++i) sign[i] = rotation_sign(params.rotation_seed, lane * E + i);
-  for (int64_t n = int64_t{blockIdx.x} * kTeamsPerBlock + threadIdx.x / kLanes; n < vectors;
-       n += int64_t{gridDim.x} * kTeamsPerBlock) {
-    uint8_t* slot = slots + n * params.slot_bytes;
+  using S = TurboQuantShape<D>;
+  constexpr int E = S::kElements, L = S::kLanes;
+  __shared__ CellBucket cells[kBuckets];
+  __shared__ float boundaries[15];
+  const bool use_table = build_cell_table(params.codebook, cells, boundaries);
+  const int lane = threadIdx.x % L;
+  uint32_t flip[E / 2];  // this lane's rotation signs, the same for every vector
+  rotation_flips<E>(params.rotation_seed, lane * E, flip);
+  const uint32_t none[E / 2] = {};
+  const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
+  const WarpRounds rounds = warp_rounds(L);
+  for (int64_t first = rounds.first; first < vectors; first += rounds.step) {
+    const int64_t n = first + (threadIdx.x % kWarp) / L;
+    const bool active = n < vectors;
+    const int64_t row = active ? n : vectors - 1;
+    uint32_t k_words[E / 2], v_words[E / 2];
+    load_words<E>(k + row * D + lane * E, k_words);
+    load_words<E>(v + row * D + lane * E, v_words);
     float x[E];
-    uint32_t nibble[E];
-    load_bf16<E>(k + n * d + lane * E, x);
-    float sum = 0.0f;
-#pragma unroll
-    for (int i = 0; i < E; ++i) sum += x[i] * x[i];
-#pragma unroll
-    for (int distance = kLanes / 2; distance > 0; distance >>= 1)
-      sum = sum + gpu::shfl_xor(sum, distance, kLanes);
-    const float norm = sqrtf(sum);
-#pragma unroll
-    for (int i = 0; i < E; ++i) x[i] *= sign[i];
-    walsh_hadamard<E>(x, lane, d);
+    unpack_bf16<E>(k_words, flip, x);  // s * k: the signs do not change the squares
+    const float norm = sqrtf(lane_ordered_sum_of_squares<D>(x));
+    walsh_hadamard<D, E>(x, lane);
     const float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;
+    uint32_t packed[E / 8];
 #pragma unroll
-    for (int i = 0; i < E; ++i) nibble[i] = codebook_index(boundaries, x[i] * inverse_norm);
-    store_nibbles<E>(nibble, lane, slot + at.k_indices);
+    for (int w = 0; w < E / 8; ++w) {
+      packed[w] = 0;
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        packed[w] |= cell_index(x[8 * w + i] * inverse_norm, cells, boundaries, use_table) << (4 * i);
+    }
+    uint8_t* slot = slots + row * params.slot_bytes;
+    if (active) store_run<E / 2>(packed, slot + lane * E / 2, wide);
 
-    load_bf16<E>(v + n * d + lane * E, x);
-    float lo = INFINITY, hi = -INFINITY;  // NaN inputs are skipped, as fminf/fmaxf do
-#pragma unroll
-    for (int i = 0; i < E; ++i) {
-      lo = fminf(lo, x[i]);
-      hi = fmaxf(hi, x[i]);
+    unpack_bf16<E>(v_words, none, x);
+    float lo, hi;
+    min_max<E>(x, lo, hi);
+    for (int distance = L / 2; distance > 0; distance >>= 1) {
+      lo = fminf(lo, gpu::shfl_xor(lo, distance, L));
+      hi = fmaxf(hi, gpu::shfl_xor(hi, distance, L));
     }
-#pragma unroll
-    for (int distance = kLanes / 2; distance > 0; distance >>= 1) {
-      lo = fminf(lo, gpu::shfl_xor(lo, distance, kLanes));
-      hi = fmaxf(hi, gpu::shfl_xor(hi, distance, kLanes));
+    uint16_t scale_h, zero_h;
+    affine_quantize<E>(x, lo, hi, scale_h, zero_h, packed);
+    if (!active) continue;
+    store_run_u16<E / 2>(packed, slot + D / 2 + 2 + lane * E / 2, wide);
+    if (lane == 0) store_fp16(slot + D / 2, float_to_fp16(norm), wide);
+    if (lane == L - 1) {
+      store_fp16(slot + D + 2, scale_h, wide);
+      store_fp16(slot + D + 4, zero_h, wide);
+      for (int b = D + 6; b < params.slot_bytes; ++b) slot[b] = 0;
     }
-    const uint16_t zero_h = float_to_fp16(lo), scale_h = float_to_fp16((hi - lo) / 15.0f);
-    const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
+  }
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    turboquant_dequantize_kernel(TurboQuantParams params, const uint8_t* slots, uint16_t* k, uint16_t* v,
+                                 int64_t vectors) {
+  using S = TurboQuantShape<D, kDequantizeElements>;
+  constexpr int E = S::kElements, L = S::kLanes;
+  __shared__ float2 byte_centroids[256];  // the centroids of a byte's low and high nibble
+  bool bounded = true;                    // every centroid finite and small: no product below overflows
+  for (int i = 0; i < 16; ++i) bounded = bounded && fabsf(params.codebook.centroids[i]) <= 1e30f;
+  for (int b = threadIdx.x; b < 256; b += blockDim.x)
+    byte_centroids[b] = make_float2(params.codebook.centroids[b & 15], params.codebook.centroids[b >> 4]);
+  __syncthreads();
+  const int lane = threadIdx.x % L;
+  uint32_t flip[E / 2];
+  rotation_flips<E>(params.rotation_seed, lane * E, flip);
+  const uint32_t none[E / 2] = {};
+  const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
+  const float inverse_d = 1.0f / static_cast<float>(D);
+  const WarpRounds rounds = warp_rounds(L);
+  for (int64_t first = rounds.first; first < vectors; first += rounds.step) {
+    const int64_t n = first + (threadIdx.x % kWarp) / L;
+    const bool active = n < vectors;
+    const int64_t row = active ? n : vectors - 1;
+    const uint8_t* slot = slots + row * params.slot_bytes;
+    uint32_t k_nibbles[E / 8], v_nibbles[E / 8];
+    load_run<E / 2>(slot + lane * E / 2, k_nibbles, wide);
+    load_run_u16<E / 2>(slot + D / 2 + 2 + lane * E / 2, v_nibbles, wide);
+    const uint16_t norm_h = load_fp16(slot + D / 2, wide);
+    const uint16_t scale_h = load_fp16(slot + D + 2, wide), zero_h = load_fp16(slot + D + 4, wide);
+    float x[E];
 #pragma unroll
-    for (int i = 0; i < E; ++i) nibble[i] = affine_nibble(x[i], zero, inverse);
-    store_nibbles<E>(nibble, lane, slot + at.v_data);
-    if (lane == 0) {
-      store_fp16(slot + at.k_norm, float_to_fp16(norm));
-      store_fp16(slot + at.v_scale, scale_h);
-      store_fp16(slot + at.v_zero, zero_h);
+    for (int b = 0; b < E / 2; ++b) {
+      const float2 pair = byte_centroids[(k_nibbles[b / 4] >> (8 * (b % 4))) & 0xffu];
+      x[2 * b] = pair.x;
+      x[2 * b + 1] = pair.y;
     }
-    for (int b = at.end + lane; b < params.slot_bytes; b += kLanes) slot[b] = 0;
+    walsh_hadamard<D, E>(x, lane);
+    const float scale = fp16_to_float(norm_h) * inverse_d;
+#pragma unroll
+    for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
+    if (!active) continue;
+    store_bf16<E>(x, bounded && (norm_h & 0x7c00u) != 0x7c00u, flip, k + n * D + lane * E);
+
+    const bool finite = affine_dequantize<E>(v_nibbles, scale_h, zero_h, x);
+    store_bf16<E>(x, finite, none, v + n * D + lane * E);
+  }
+}
+
+// int4 chunks: E = min(g, 32) consecutive elements of x, `lanes` = g / E chunks per group, in order.
+struct Int4Chunks {
+  uint32_t per_row, lanes;
+  __device__ explicit Int4Chunks(const Int4GroupParams& params, int e)
+      : per_row(static_cast<uint32_t>(params.row_elements / e)),
+        lanes(static_cast<uint32_t>(params.group_size / e)) {}
+};
+
+// E/8 words of nibbles at a 4-byte aligned address, as one 16-byte access where E = 32 and it is aligned.
+template <int E>
+__device__ void store_nibble_words(const uint32_t* packed, uint32_t* dst) {
+  if constexpr (E == 32) {
+    if (reinterpret_cast<uintptr_t>(dst) % 16 == 0) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      return;
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < E / 8; ++w) dst[w] = packed[w];
+}
+
+template <int E>
+__device__ void load_nibble_words(const uint32_t* src, uint32_t* packed) {
+  if constexpr (E == 32) {
+    if (reinterpret_cast<uintptr_t>(src) % 16 == 0) {
+      const uint4 w = *reinterpret_cast<const uint4*>(src);
+      packed[0] = w.x;
+      packed[1] = w.y;
+      packed[2] = w.z;
+      packed[3] = w.w;
+      return;
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < E / 8; ++w) packed[w] = src[w];
+}
+
+// x: [rows, d] bf16; records: [rows, record_bytes]. One lane per chunk of E elements.
+template <int E>
+__global__ void __launch_bounds__(kThreads)
+    int4_group_quantize_kernel(Int4GroupParams params, const uint16_t* x, uint8_t* records, uint32_t chunks) {
+  const Int4Chunks shape(params, E);
+  const uint32_t none[E / 2] = {};
+  const WarpRounds rounds = warp_rounds(1);
+  for (int64_t first = rounds.first; first < chunks; first += rounds.step) {
+    const uint32_t c = static_cast<uint32_t>(first) + threadIdx.x % kWarp;
+    const bool active = c < chunks;
+    const uint32_t chunk = active ? c : chunks - 1;
+    uint32_t words[E / 2];
+    load_words<E>(x + int64_t{chunk} * E, words);
+    float value[E];
+    unpack_bf16<E>(words, none, value);
+    float lo, hi;
+    min_max<E>(value, lo, hi);
+    for (uint32_t distance = shape.lanes / 2; distance > 0; distance >>= 1) {
+      lo = fminf(lo, gpu::shfl_xor(lo, static_cast<int>(distance), kWarp));
+      hi = fmaxf(hi, gpu::shfl_xor(hi, static_cast<int>(distance), kWarp));
+    }
+    if (!active) continue;
+    uint16_t scale_h, zero_h;
+    uint32_t packed[E / 8];
+    affine_quantize<E>(value, lo, hi, scale_h, zero_h, packed);
+    const uint32_t row = chunk / shape.per_row, in_row = chunk % shape.per_row;
+    uint8_t* record = records + int64_t{row} * params.record_bytes();
+    uint32_t* nibbles = reinterpret_cast<uint32_t*>(record + in_row * (E / 2));  // 4-byte aligned
+    store_nibble_words<E>(packed, nibbles);
+    if (in_row % shape.lanes == 0) {
+      reinterpret_cast<uint32_t*>(record + params.row_elements / 2)[in_row / shape.lanes] =
+          scale_h | (static_cast<uint32_t>(zero_h) << 16);
+    }
   }
 }
 
 template <int E>
 __global__ void __launch_bounds__(kThreads)
-    turboquant_dequantize_kernel(TurboQuantParams params, const uint8_t* slots, uint16_t* k, uint16_t* v,
-                                 int64_t vectors) {
-  __shared__ float centroids[16], boundaries[15];
-  load_codebook(params.codebook, centroids, boundaries);
-  const int d = E * kLanes, lane = threadIdx.x % kLanes;
-  const TurboQuantSlotOffsets at{0, d / 2, d / 2 + 2, d + 2, d + 4, d + 6};
-  const float inverse_d = 1.0f / static_cast<float>(d);
-  float sign[E];
-#pragma unroll
-  for (int i = 0; i < E; ++i) sign[i] = rotation_sign(params.rotation_seed, lane * E + i);
-  for (int64_t n = int64_t{blockIdx.x} * kTeamsPerBlock + threadIdx.x / kLanes; n < vectors;
-       n += int64_t{gridDim.x} * kTeamsPerBlock) {
-    const uint8_t* slot = slots + n * params.slot_bytes;
-    float x[E];
-    uint32_t nibble[E];
-    load_nibbles<E>(slot + at.k_indices, lane, nibble);
-#pragma unroll
-    for (int i = 0; i < E; ++i) x[i] = centroids[nibble[i]];
-    walsh_hadamard<E>(x, lane, d);
-    const float scale = fp16_to_float(load_fp16(slot + at.k_norm)) * inverse_d;
-#pragma unroll
-    for (int i = 0; i < E; ++i) x[i] = sign[i] * x[i] * scale;
-    store_bf16<E>(x, k + n * d + lane * E);
-
-    const float zero = fp16_to_float(load_fp16(slot + at.v_zero));
-    const float v_scale = fp16_to_float(load_fp16(slot + at.v_scale));
-    load_nibbles<E>(slot + at.v_data, lane, nibble);
-#pragma unroll
-    for (int i = 0; i < E; ++i) x[i] = affine_value(nibble[i], zero, v_scale);
-    store_bf16<E>(x, v + n * d + lane * E);
-  }
-}
-
-// x: [rows, d] bf16; records: [rows, record_bytes]. L = g / 8 lanes per group; every lane of a warp
-// runs the same number of rounds so that the shuffles see all their partners.
-__global__ void __launch_bounds__(kThreads)
-    int4_group_quantize_kernel(Int4GroupParams params, const uint16_t* x, uint8_t* records, int64_t rows) {
-  const uint32_t lanes = params.group_size / 8, lane = threadIdx.x % lanes;
-  const uint32_t groups_per_row = params.row_elements / params.group_size;
-  const uint32_t groups = static_cast<uint32_t>(rows) * groups_per_row;  // < 2^32: checked by the launcher
-  const uint32_t teams = gridDim.x * (kThreads / lanes);
-  for (uint32_t round = 0; round < groups; round += teams) {
-    const uint32_t item = round + (blockIdx.x * kThreads + threadIdx.x) / lanes;
-    const bool active = item < groups;
-    const int64_t row = active ? item / groups_per_row : 0;
-    const uint32_t group = active ? item % groups_per_row : 0;
-    float value[8];
-    load_bf16<8>(x + row * params.row_elements + group * params.group_size + lane * 8, value);
-    float lo = INFINITY, hi = -INFINITY;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      lo = fminf(lo, value[i]);
-      hi = fmaxf(hi, value[i]);
-    }
-    for (int distance = lanes / 2; distance > 0; distance >>= 1) {
-      lo = fminf(lo, gpu::shfl_xor(lo, distance, kLanes));
-      hi = fmaxf(hi, gpu::shfl_xor(hi, distance, kLanes));
-    }
-    if (!active) continue;
-    const uint16_t zero_h = float_to_fp16(lo), scale_h = float_to_fp16((hi - lo) / 15.0f);
-    const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
-    unsigned int packed = 0;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) packed |= affine_nibble(value[i], zero, inverse) << (4 * i);
-    uint8_t* record = records + row * params.record_bytes();
-    reinterpret_cast<unsigned int*>(record + group * params.group_size / 2)[lane] = packed;
-    if (lane == 0) {
-      reinterpret_cast<unsigned int*>(record + params.row_elements / 2)[group] =
-          scale_h | (static_cast<unsigned int>(zero_h) << 16);
-    }
-  }
-}
-
-__global__ void __launch_bounds__(kThreads)
-    int4_group_dequantize_kernel(Int4GroupParams params, const uint8_t* records, uint16_t* x, int64_t rows) {
-  const uint32_t lanes = params.group_size / 8, lane = threadIdx.x % lanes;
-  const uint32_t groups_per_row = params.row_elements / params.group_size;
-  const uint32_t groups = static_cast<uint32_t>(rows) * groups_per_row;  // < 2^32: checked by the launcher
-  for (uint32_t item = (blockIdx.x * kThreads + threadIdx.x) / lanes; item < groups;
-       item += gridDim.x * (kThreads / lanes)) {
-    const int64_t row = item / groups_per_row;
-    const uint32_t group = item % groups_per_row;
-    const uint8_t* record = records + row * params.record_bytes();
-    const unsigned int packed =
-        reinterpret_cast<const unsigned int*>(record + group * params.group_size / 2)[lane];
-    const unsigned int scale_zero =
-        reinterpret_cast<const unsigned int*>(record + params.row_elements / 2)[group];
-    const float scale = fp16_to_float(static_cast<uint16_t>(scale_zero & 0xffffu));
-    const float zero = fp16_to_float(static_cast<uint16_t>(scale_zero >> 16));
-    float value[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) value[i] = affine_value((packed >> (4 * i)) & 0xfu, zero, scale);
-    store_bf16<8>(value, x + row * params.row_elements + group * params.group_size + lane * 8);
+    int4_group_dequantize_kernel(Int4GroupParams params, const uint8_t* records, uint16_t* x,
+                                 uint32_t chunks) {
+  const Int4Chunks shape(params, E);
+  const uint32_t none[E / 2] = {};
+  for (uint32_t chunk = blockIdx.x * kThreads + threadIdx.x; chunk < chunks; chunk += gridDim.x * kThreads) {
+    const uint32_t row = chunk / shape.per_row, in_row = chunk % shape.per_row;
+    const uint8_t* record = records + int64_t{row} * params.record_bytes();
+    const uint32_t* nibbles = reinterpret_cast<const uint32_t*>(record + in_row * (E / 2));
+    uint32_t packed[E / 8];
+    load_nibble_words<E>(nibbles, packed);
+    const uint32_t scale_zero =
+        reinterpret_cast<const uint32_t*>(record + params.row_elements / 2)[in_row / shape.lanes];
+    float value[E];
+    const bool finite = affine_dequantize<E>(packed, static_cast<uint16_t>(scale_zero & 0xffffu),
+                                             static_cast<uint16_t>(scale_zero >> 16), value);
+    store_bf16<E>(value, finite, none, x + int64_t{chunk} * E);
   }
 }
 
@@ -288,7 +541,7 @@ void require_aligned(const void* p, uintptr_t alignment, const char* what) {
 }
 
 // Enough blocks for every item, but no more than the GPU holds at once: the kernels stride over the
-// rest, so per-lane setup (codebook, rotation signs) is paid once per resident thread.
+// rest, so per-lane setup (cell table, rotation signs) is paid once per resident thread.
 unsigned blocks_for(int64_t items, int64_t items_per_block) {
   static const int64_t resident = gpu::resident_blocks(kThreads);
   int64_t blocks = (items + items_per_block - 1) / items_per_block;
@@ -305,33 +558,51 @@ void check_turboquant(const TurboQuantParams& params, const void* a, const void*
   require_aligned(b, 16, "turboquant: v");
 }
 
-// Calls f(std::integral_constant<int, E>) for E = head_dim / 32.
+// Calls f(std::integral_constant<int, head_dim>{}) for a head_dim check_turboquant accepted.
 template <typename F>
-void with_elements_per_lane(int head_dim, F&& f) {
-  switch (head_dim / kLanes) {
-    case 1:
-      return f(std::integral_constant<int, 1>{});
-    case 2:
-      return f(std::integral_constant<int, 2>{});
-    case 4:
-      return f(std::integral_constant<int, 4>{});
-    case 8:
-      return f(std::integral_constant<int, 8>{});
+void with_head_dim(int head_dim, F&& f) {
+  switch (head_dim) {
+    case 32:
+      return f(std::integral_constant<int, 32>{});
+    case 64:
+      return f(std::integral_constant<int, 64>{});
+    case 128:
+      return f(std::integral_constant<int, 128>{});
+    case 256:
+      return f(std::integral_constant<int, 256>{});
     default:
-      return f(std::integral_constant<int, 16>{});
+      return f(std::integral_constant<int, 512>{});
   }
 }
 
-void check_int4(const Int4GroupParams& params, const void* x, const void* records, int64_t rows) {
+// Checks the int4 arguments and returns the number of chunks (lanes) of one launch.
+uint32_t int4_chunks(const Int4GroupParams& params, const void* x, const void* records, int64_t rows,
+                     int elements_per_lane) {
   const int g = params.group_size;
-  if (rows > 0 && rows * (params.row_elements / std::max(g, 1)) >= (int64_t{1} << 32)) {
-    throw std::invalid_argument("int4: more than 2^32 groups in one launch; split the call");
-  }
   if (g < 8 || g > 256 || (g & (g - 1)) != 0 || params.row_elements % g != 0) {
     throw std::invalid_argument("int4: bad params; build them with int4_group_params()");
   }
   require_aligned(x, 16, "int4: x");
   require_aligned(records, 4, "int4: records");
+  const int64_t chunks = rows * (params.row_elements / elements_per_lane);
+  if (rows > 0 && chunks >= (int64_t{1} << 32) - kThreads) {
+    throw std::invalid_argument(
+        "int4: more than 2^32 lanes' worth of elements in one launch; split the call");
+  }
+  return static_cast<uint32_t>(std::max<int64_t>(chunks, 0));
+}
+
+// Calls f(std::integral_constant<int, E>{}) for E = min(group_size, 32) elements per lane.
+template <typename F>
+void with_chunk_elements(int group_size, F&& f) {
+  switch (std::min(group_size, 32)) {
+    case 8:
+      return f(std::integral_constant<int, 8>{});
+    case 16:
+      return f(std::integral_constant<int, 16>{});
+    default:
+      return f(std::integral_constant<int, 32>{});
+  }
 }
 
 }  // namespace
@@ -340,9 +611,11 @@ void turboquant_quantize(const TurboQuantParams& params, const uint16_t* k, cons
                          int64_t vectors, gpuStream_t stream) {
   check_turboquant(params, k, v);
   if (vectors <= 0) return;
-  with_elements_per_lane(params.head_dim, [&](auto e) {
-    turboquant_quantize_kernel<decltype(e)::value>
-        <<<blocks_for(vectors, kTeamsPerBlock), kThreads, 0, stream>>>(params, k, v, slots, vectors);
+  with_head_dim(params.head_dim, [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    turboquant_quantize_kernel<kD>
+        <<<blocks_for(vectors, kThreads / TurboQuantShape<kD>::kLanes), kThreads, 0, stream>>>(
+            params, k, v, slots, vectors);
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_quantize_kernel");
 }
@@ -351,30 +624,32 @@ void turboquant_dequantize(const TurboQuantParams& params, const uint8_t* slots,
                            int64_t vectors, gpuStream_t stream) {
   check_turboquant(params, k, v);
   if (vectors <= 0) return;
-  with_elements_per_lane(params.head_dim, [&](auto e) {
-    turboquant_dequantize_kernel<decltype(e)::value>
-        <<<blocks_for(vectors, kTeamsPerBlock), kThreads, 0, stream>>>(params, slots, k, v, vectors);
+  with_head_dim(params.head_dim, [&](auto d) {
+    constexpr int kD = decltype(d)::value;
+    turboquant_dequantize_kernel<kD>
+        <<<blocks_for(vectors, kThreads / TurboQuantShape<kD, kDequantizeElements>::kLanes), kThreads, 0,
+           stream>>>(params, slots, k, v, vectors);
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_dequantize_kernel");
 }
 
 void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8_t* records, int64_t rows,
                          gpuStream_t stream) {
-  check_int4(params, x, records, rows);
-  if (rows <= 0) return;
-  const int64_t groups = rows * (params.row_elements / params.group_size);
-  int4_group_quantize_kernel<<<blocks_for(groups, kThreads / (params.group_size / 8)), kThreads, 0, stream>>>(
-      params, x, records, rows);
+  const uint32_t chunks = int4_chunks(params, x, records, rows, std::min(params.group_size, 32));
+  if (chunks == 0) return;
+  with_chunk_elements(params.group_size, [&](auto e) {
+    int4_group_quantize_kernel<decltype(e)::value>
+        <<<blocks_for(chunks, kThreads), kThreads, 0, stream>>>(params, x, records, chunks);
+  });
   KVTIER_GPU_CHECK_LAUNCH("int4_group_quantize_kernel");
 }
 
 void int4_group_dequantize(const Int4GroupParams& params, const uint8_t* records, uint16_t* x, int64_t rows,
                            gpuStream_t stream) {
-  check_int4(params, x, records, rows);
-  if (rows <= 0) return;
-  const int64_t groups = rows * (params.row_elements / params.group_size);
-  int4_group_dequantize_kernel<<<blocks_for(groups, kThreads / (params.group_size / 8)), kThreads, 0,
-                                 stream>>>(params, records, x, rows);
+  const uint32_t chunks = int4_chunks(params, x, records, rows, kDequantizeElements);
+  if (chunks == 0) return;
+  int4_group_dequantize_kernel<kDequantizeElements>
+      <<<blocks_for(chunks, kThreads), kThreads, 0, stream>>>(params, records, x, chunks);
   KVTIER_GPU_CHECK_LAUNCH("int4_group_dequantize_kernel");
 }
 

@@ -3,6 +3,7 @@
 # on the GPU tests, and the kernel benchmark. Writes logs to $OUT (default ./gpu-checks) and prints a
 # short summary last. Run from the source root on a machine with an NVIDIA GPU:
 #   OUT=/tmp/out hw/kernels/run_gpu_checks.sh
+# BENCH_FILTER (a Google Benchmark regex, default all) narrows the benchmark.
 set -uo pipefail
 OUT=${OUT:-gpu-checks}
 mkdir -p "$OUT"
@@ -22,7 +23,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$
   "$SANITIZER" --tool racecheck --error-exitcode 3 "$bin/kvtier_hw_kernels_gpu_test"
   echo "racecheck exit $?"
 } >"$OUT/sanitizer.txt" 2>&1
-"$bin/kvtier_hw_kernels_bench" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
+"$bin/kvtier_hw_kernels_bench" --benchmark_filter="${BENCH_FILTER:-.}" --benchmark_repetitions=3 --benchmark_report_aggregates_only=true \
   --benchmark_out="$OUT/bench.json" --benchmark_out_format=json >"$OUT/bench.txt" 2>&1
 
 cat "$OUT/device.txt"
