@@ -18,6 +18,10 @@
 namespace kvtier {
 namespace {
 
+// Below this size `trace stats` follows every block for reuse times; above, a 1-in-64 sample keeps it
+// fast (a single hot id, such as a shared first block, weighs more in the exact count than in a sample).
+constexpr uintmax_t kExactReuseBytes = uintmax_t{32} << 20;
+
 struct ReadFlags {
   std::string trace_format = "auto";
   int64_t block_tokens = 0;
@@ -94,7 +98,7 @@ nlohmann::json stats_json(const std::string& path, TraceFormat format, const Tra
       {"blocks", s.total_blocks},
       {"unique_blocks", s.unique_blocks},
       {"max_prefix_hit_rate", {{"blocks", s.block_hit_rate()}, {"tokens", s.token_hit_rate()}}},
-      {"reuse_time", reuse},
+      {"reuse_time", {{"sampling", s.reuse_sampling}, {"sampled_hit_blocks_by_time_since_last_use", reuse}}},
       {"context_growth",
        {{"mean_tokens_per_turn", s.mean_growth_tokens}, {"samples", s.growth_samples}, {"by_turn", growth}}},
       {"prefix_violations", s.prefix_violations},
@@ -125,11 +129,15 @@ void print_stats(const std::string& path, TraceFormat format, const TraceStats& 
   }
   lengths.print(std::cout);
 
-  std::cout << "\nreuse time of hit blocks (time since the block's previous use)\n";
-  Table reuse({"since last use", "blocks", "share"});
+  std::cout << "\nreuse time of hit blocks (time since the block's previous use";
+  if (s.reuse_sampling > 1) std::cout << "; 1 in " << s.reuse_sampling << " block ids sampled";
+  std::cout << ")\n";
+  Table reuse({"since last use", s.reuse_sampling > 1 ? "sampled blocks" : "blocks", "share"});
+  int64_t counted = 0;
+  for (const ReuseBucket& b : s.reuse) counted += b.blocks;
   for (const ReuseBucket& b : s.reuse) {
-    reuse.add_row({b.label, with_commas(b.blocks),
-                   percent(s.hit_blocks ? double(b.blocks) / double(s.hit_blocks) : 0)});
+    reuse.add_row(
+        {b.label, with_commas(b.blocks), percent(counted ? double(b.blocks) / double(counted) : 0)});
   }
   reuse.print(std::cout);
 
@@ -150,6 +158,7 @@ void add_stats(CLI::App& trace) {
   struct Options {
     std::string path;
     ReadFlags read;
+    int64_t reuse_sampling = 0;  // 0: by file size
     OutputFormat format = OutputFormat::kTable;
   };
   auto o = std::make_shared<Options>();
@@ -158,11 +167,18 @@ void add_stats(CLI::App& trace) {
                                            "reuse times and context growth of a trace");
   command->add_option("file", o->path, "Trace file (JSON lines)")->required();
   add_read_flags(*command, o->read);
+  command->add_option("--reuse-sampling", o->reuse_sampling,
+                      "Follow one block id in N for reuse times (a power of two; 1: every block; "
+                      "default: every block for files under 32 MiB, else 1 in 64)");
   add_format_option(*command, o->format);
   command->callback([o] {
     TraceReadOptions options = read_options(o->path, o->read);
     std::unique_ptr<RequestStream> stream = open_trace(o->path, options);
-    TraceStats stats = compute_trace_stats(*stream);
+    TraceStatsOptions stats_options;
+    stats_options.reuse_sampling = o->reuse_sampling > 0 ? o->reuse_sampling
+                                   : std::filesystem::file_size(o->path) < kExactReuseBytes ? 1
+                                                                                            : 64;
+    TraceStats stats = compute_trace_stats(*stream, stats_options);
     if (o->format == OutputFormat::kJson) {
       std::cout << stats_json(o->path, options.format, stats).dump(2) << "\n";
     } else {

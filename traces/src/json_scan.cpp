@@ -23,11 +23,13 @@ class Scanner {
   }
   char peek() const { return p_ == end_ ? '\0' : *p_; }
 
-  // A string without escapes or control characters, after its opening quote.
+  // An ASCII string without escapes or control characters, after its opening quote (the library
+  // checks UTF-8 and escapes).
   bool string(std::string_view& out) {
     const char* start = p_;
     while (p_ != end_ && *p_ != '"') {
-      if (*p_ == '\\' || static_cast<unsigned char>(*p_) < 0x20) return false;
+      auto c = static_cast<unsigned char>(*p_);
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
       ++p_;
     }
     if (p_ == end_) return false;

@@ -25,6 +25,11 @@ void materialize_turn(const NativeTurn& turn, uint64_t session_key, SessionConte
     throw TraceLineError("field 'prefix': a shared prefix starts a session; this is turn " +
                          std::to_string(turn.turn));
   }
+  int64_t input = turn.keep_tokens + turn.prefix_tokens + turn.new_tokens;
+  if (turn.prefix_tokens > kMaxInputTokens || turn.new_tokens > kMaxInputTokens || input > kMaxInputTokens) {
+    throw TraceLineError("field 'new_tokens': an input of " + std::to_string(input) + " tokens is past the " +
+                         std::to_string(kMaxInputTokens) + "-token limit");
+  }
   if (turn.keep_tokens > context.context_tokens()) {
     throw TraceLineError("field 'keep_tokens': " + std::to_string(turn.keep_tokens) +
                          " is longer than the session's context of " +

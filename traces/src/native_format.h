@@ -33,6 +33,10 @@ struct NativeTurn {
   bool last = false;  // the session ends here: readers may drop its state
 };
 
+// No model reads more than this in one request (the largest context windows are about 10M tokens); a
+// bigger number in a trace is a mistake, and expanding it into blocks would exhaust memory.
+inline constexpr int64_t kMaxInputTokens = int64_t{1} << 25;
+
 // The content key of a session's own segments; `salt` separates sessions replayed more than once.
 uint64_t native_session_key(int64_t session, uint64_t salt = 0);
 

@@ -58,6 +58,10 @@ class NativeStream : public JsonLineStream {
     int64_t source_block_tokens = non_negative_integer(record, "block_tokens");
     if (source_block_tokens == 0) throw TraceLineError("field 'block_tokens': expected a positive integer");
     out.input_tokens = non_negative_integer(record, "input_tokens");
+    if (out.input_tokens > kMaxInputTokens) {
+      throw TraceLineError("field 'input_tokens': " + std::to_string(out.input_tokens) + " is past the " +
+                           std::to_string(kMaxInputTokens) + "-token limit");
+    }
     const std::vector<uint64_t>& ids = record.id_list("block_ids");
     int64_t needed = (out.input_tokens + source_block_tokens - 1) / source_block_tokens;
     if (static_cast<int64_t>(ids.size()) != needed) {

@@ -3,6 +3,7 @@
 
 #include "block_chain.h"
 #include "line_stream.h"
+#include "native_format.h"
 
 namespace kvtier {
 namespace {
@@ -10,6 +11,10 @@ namespace {
 // The ids a trace line carries must cover its input; ids past the input are not part of it.
 void take_blocks(const JsonRecord& record, int64_t input_tokens, int64_t source_block_tokens,
                  int64_t block_tokens, std::vector<uint64_t>& scratch, Request& out) {
+  if (input_tokens > kMaxInputTokens) {
+    throw TraceLineError("field 'input_length': " + std::to_string(input_tokens) + " is past the " +
+                         std::to_string(kMaxInputTokens) + "-token limit");
+  }
   const std::vector<uint64_t>& ids = record.id_list("hash_ids");
   int64_t needed = (input_tokens + source_block_tokens - 1) / source_block_tokens;
   if (static_cast<int64_t>(ids.size()) < needed) {

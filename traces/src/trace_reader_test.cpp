@@ -171,6 +171,14 @@ TEST(NativeReader, RejectsTurnsThatDoNotFitTheSession) {
       "test.jsonl:1: field 'block_ids': expected 3 ids for 40 tokens in blocks of 16, found 2");
 }
 
+TEST(NativeReader, AnInputPastAnyContextWindowIsAnErrorNotAnAllocation) {
+  auto stream = stream_of(
+      R"({"session": 1, "turn": 0, "arrival_s": 0, "new_tokens": 1000000000000, "output_tokens": 1})",
+      TraceFormat::kNative, 16);
+  Request r;
+  EXPECT_THROW(stream->next(r), ConfigError);
+}
+
 TEST(NativeReader, ALastTurnEndsTheSessionSoItsIdCanStartAgain) {
   const char* text =
       R"({"session": 1, "turn": 0, "arrival_s": 0, "new_tokens": 100, "output_tokens": 10, "last": true}

@@ -59,7 +59,7 @@ struct TraceStats {
 };
 
 struct TraceStatsOptions {
-  int64_t reuse_sampling = 64;  // 1 follows every block (exact, slower on large traces); a power of two
+  int64_t reuse_sampling = 1;  // 1 follows every block (exact; slower on large traces); a power of two
 };
 
 // Reads the stream to its end. Throws ConfigError from the stream for a bad line, and for a sampling
