@@ -1,4 +1,4 @@
-// Helpers shared by the cache tests: small hand-sized tiers and seeded random request chains.
+// Helpers shared by the cache tests and benchmark: small hand-sized tiers and seeded random request chains.
 #pragma once
 
 #include <cstdint>
