@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <random>
-#include <regex>
 #include <stdexcept>
 
 #include "block_file.h"
@@ -72,12 +71,27 @@ std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_byte
 }
 
 DdRun parse_dd_report(std::string_view report) {
-  static const std::regex summary(R"((\d+) bytes .*copied, ([0-9.eE+-]+) s)");
-  std::cmatch match;
-  if (!std::regex_search(report.data(), report.data() + report.size(), match, summary)) {
-    throw std::runtime_error("no dd summary line in: " + std::string(report));
+  // The summary is the line holding " bytes " and "copied, ": "<bytes> bytes (...) copied, <seconds> s, ...".
+  size_t line_start = 0;
+  while (line_start < report.size()) {
+    const size_t line_end = std::min(report.find('\n', line_start), report.size());
+    const std::string line(report.substr(line_start, line_end - line_start));
+    const size_t bytes_end = line.find(" bytes ");
+    const size_t copied = line.find("copied, ");
+    if (bytes_end != std::string::npos && copied != std::string::npos) {
+      try {
+        size_t seconds_end = 0;
+        const double seconds = std::stod(line.substr(copied + 8), &seconds_end);
+        if (line.compare(copied + 8 + seconds_end, 2, " s") == 0) {
+          return DdRun{"", std::stoull(line.substr(0, bytes_end)), seconds};
+        }
+      } catch (const std::logic_error&) {
+        // not a number where dd puts one: keep looking
+      }
+    }
+    line_start = line_end + 1;
   }
-  return DdRun{"", std::stoull(match[1].str()), std::stod(match[2].str())};
+  throw std::runtime_error("no dd summary line in: " + std::string(report));
 }
 
 std::pair<DdRun, DdRun> run_dd(const std::string& dir, uint64_t block_bytes, uint64_t count) {
