@@ -34,7 +34,7 @@ TEST(Platform, OneTransferTakesLatencyPlusSizeOverBandwidth) {
   double end = simulate("h200", 1, [&](Platform& p) {
     for (auto& c : p.transfer(Medium::kDram, Medium::kHbm, bytes)) c->wait();
   });
-  // PCIe H2D 55.2 GB/s, 2.8 us; the DRAM link (100 GB/s, no latency) is not the bottleneck.
+  // PCIe H2D 55.2 GB/s, 2.8 us; the DRAM link (101 GB/s, no latency) is not the bottleneck.
   EXPECT_NEAR(end, 2.8e-6 + bytes / 55.2e9, 1e-9);
 }
 
@@ -57,8 +57,8 @@ TEST(Platform, LoadsAndStoresUseSeparateDirections) {
     load[0]->wait();
     store[0]->wait();
   });
-  // Both directions at once: 2 × 64 MiB through the 100 GB/s DRAM link bounds them, not PCIe.
-  EXPECT_NEAR(end, 2.8e-6 + 2 * bytes / 100e9, 1e-6);
+  // Both directions at once: 2 × 64 MiB through the 101 GB/s DRAM link bounds them, not PCIe.
+  EXPECT_NEAR(end, 2.8e-6 + 2 * bytes / 101e9, 1e-6);
 }
 
 TEST(Platform, NvmeLoadIsBoundByTheDisk) {
