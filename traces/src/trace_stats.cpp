@@ -7,7 +7,6 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "block_chain.h"
 #include "prefix_forest.h"
 
 namespace kvtier {
@@ -36,12 +35,15 @@ class ReuseSampler {
   }
 
  private:
+  // Fibonacci hashing of the salted id: one multiply per block, and consecutive ids (Mooncake's small
+  // integers) spread evenly over the top bits; the salt keeps id 0, a popular first block, from always
+  // being sampled.
   bool sampled(uint64_t id) const {
-    return shift_ == 0 || (mix_ids(id, kSamplingSalt) >> (64 - shift_)) == 0;
+    return shift_ == 0 || (((id ^ kSamplingSalt) * 0x9e3779b97f4a7c15ULL) >> (64 - shift_)) == 0;
   }
 
-  // Mooncake's ids are small integers, and id 0 (a popular first block) must not always be sampled.
   static constexpr uint64_t kSamplingSalt = 0x5348415244530000ULL;  // "SHARDS"
+
   int shift_;
   IdIndex index_;
   std::vector<double> last_use_;
