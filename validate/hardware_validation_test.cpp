@@ -9,10 +9,7 @@
 #include <filesystem>
 
 #include "embedded_files.h"
-#include "isolated_run.h"
 #include "platform.h"
-
-namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 namespace {
@@ -32,26 +29,15 @@ HardwareConfig calibrated_h200(const ConfigNode& calibration) {
 
 // Simulated seconds for one copy of `bytes` (or one each way at once for "both").
 double predicted_seconds(const HardwareConfig& hw, const std::string& direction, double bytes) {
-  return run_isolated([&] {
-           int argc = 1;
-           char name[] = "validate";
-           char* argv[] = {name, nullptr};
-           sg4::Engine engine(&argc, argv);
-           configure_flow_model(engine);
-           Platform platform(hw, 1);
-           sg4::Actor::create("copy", engine.host_by_name("dram"), [&] {
-             std::vector<sg4::CommPtr> comms;
-             if (direction != "d2h") comms = platform.transfer(Medium::kDram, Medium::kHbm, bytes);
-             if (direction != "h2d") {
-               auto store = platform.transfer(Medium::kHbm, Medium::kDram, bytes);
-               comms.insert(comms.end(), store.begin(), store.end());
-             }
-             for (auto& c : comms) c->wait();
-           });
-           engine.run();
-           return nlohmann::json(sg4::Engine::get_clock());
-         })
-      .get<double>();
+  return time_on_platform(hw, 1, [&](Platform& platform) {
+    std::vector<simgrid::s4u::CommPtr> comms;
+    if (direction != "d2h") comms = platform.transfer(Medium::kDram, Medium::kHbm, bytes);
+    if (direction != "h2d") {
+      auto store = platform.transfer(Medium::kHbm, Medium::kDram, bytes);
+      comms.insert(comms.end(), store.begin(), store.end());
+    }
+    for (auto& c : comms) c->wait();
+  });
 }
 
 TEST(HardwareValidation, PinnedCopiesMatchTheCalibratedPlatform) {

@@ -1,6 +1,7 @@
 #include "platform.h"
 
 #include "config.h"
+#include "isolated_run.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -118,6 +119,21 @@ std::vector<double> Platform::link_utilisation() const {
   std::vector<double> out;
   for (const sg4::Link* link : links_) out.push_back(link->get_usage() / link->get_bandwidth());
   return out;
+}
+
+double time_on_platform(const HardwareConfig& hardware, int gpus, const std::function<void(Platform&)>& body) {
+  return run_isolated([&] {
+           int argc = 1;
+           char name[] = "kvtier";
+           char* argv[] = {name, nullptr};
+           sg4::Engine engine(&argc, argv);
+           configure_flow_model(engine);
+           Platform platform(hardware, gpus);
+           sg4::Actor::create("probe", engine.host_by_name("dram"), [&] { body(platform); });
+           engine.run();
+           return nlohmann::json(sg4::Engine::get_clock());
+         })
+      .get<double>();
 }
 
 }  // namespace kvtier

@@ -14,6 +14,8 @@
 #include <simgrid/s4u.hpp>
 
 #include <array>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -63,5 +65,9 @@ class Platform {
   std::vector<simgrid::s4u::Host*> gpu_hosts_;
   std::map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, Route> routes_;
 };
+
+// Runs `body` as the only actor on a fresh engine and platform, in a child process (isolated_run.h),
+// and returns the simulated time at which it ended: how long the platform takes for what `body` moves.
+double time_on_platform(const HardwareConfig& hardware, int gpus, const std::function<void(Platform&)>& body);
 
 }  // namespace kvtier

@@ -5,28 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "embedded_files.h"
-#include "isolated_run.h"
-
-namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 namespace {
 
 HardwareConfig hardware(const std::string& name) { return parse_hardware(load_config(name, "configs/hardware")); }
 
-// Runs `body` as the only actor of a fresh engine over a platform; returns the end clock.
 double simulate(const std::string& node, int gpus, const std::function<void(Platform&)>& body) {
-  return run_isolated([&] {
-    int argc = 1;
-    char name[] = "platform_test";
-    char* argv[] = {name, nullptr};
-    sg4::Engine engine(&argc, argv);
-    configure_flow_model(engine);
-    Platform platform(hardware(node), gpus);
-    sg4::Actor::create("test", engine.host_by_name("dram"), [&] { body(platform); });
-    engine.run();
-    return nlohmann::json(sg4::Engine::get_clock());
-  }).get<double>();
+  return time_on_platform(hardware(node), gpus, body);
 }
 
 TEST(Platform, OneTransferTakesLatencyPlusSizeOverBandwidth) {
