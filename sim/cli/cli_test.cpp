@@ -83,5 +83,72 @@ TEST(Cli, BreakevenNeedsARateSource) {
   EXPECT_NE(r.out.find("--hardware"), std::string::npos) << r.out;
 }
 
+const char* kMooncakeSample = "../shared/traces/mooncake-conversation-first2000.jsonl";
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(Cli, TraceStatsAndHitrateAgreeOnTheMooncakeSample) {
+  if (!std::filesystem::exists(kMooncakeSample)) GTEST_SKIP() << kMooncakeSample << " is absent";
+  CliResult stats = run_kvtier(std::string("trace stats ") + kMooncakeSample + " --format json");
+  ASSERT_EQ(stats.exit_code, 0) << stats.out;
+  auto s = nlohmann::json::parse(stats.out);
+  EXPECT_EQ(s["requests"], 2000);
+  EXPECT_EQ(s["blocks"], 54559);
+  // 15,771 of 54,559 blocks repeat a prefix seen before (counted independently with a script).
+  EXPECT_DOUBLE_EQ(s["max_prefix_hit_rate"]["blocks"].get<double>(), 15771.0 / 54559.0);
+  CliResult hit = run_kvtier(std::string("hitrate --trace ") + kMooncakeSample +
+                             " --model llama-3.1-8b --kv bf16 --capacity-tokens 1000000000 --format json");
+  ASSERT_EQ(hit.exit_code, 0) << hit.out;
+  EXPECT_EQ(nlohmann::json::parse(hit.out)["curves"][0]["points"][0]["hit_blocks"], 15771);
+}
+
+TEST(Cli, BadTraceLineNamesFileLineAndField) {
+  std::string path = write_temp("kvtier_cli_bad_trace.jsonl",
+                                "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                                "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [-1]}\n");
+  CliResult r = run_kvtier("trace stats " + path + " --trace-format mooncake");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find(path + ":2:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hash_ids"), std::string::npos) << r.out;
+}
+
+std::string small_scenario() {
+  return write_temp("kvtier_cli_small.yaml",
+                    "name: small\nmodel: llama-3.1-8b\nhardware: h200\n"
+                    "instance: {activation_reserve: 8GiB}\n"
+                    "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
+                    "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+                    "workload: {loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}\n");
+}
+
+TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
+  std::string scenario = small_scenario();
+  std::filesystem::path base = std::filesystem::temp_directory_path();
+  std::string a = (base / "kvtier_cli_sim_a").string(), b = (base / "kvtier_cli_sim_b").string();
+  CliResult first = run_kvtier("simulate " + scenario + " --out " + a);
+  ASSERT_EQ(first.exit_code, 0) << first.out;
+  EXPECT_NE(first.out.find("TTFT p95"), std::string::npos) << first.out;
+  for (const char* file : {"summary.json", "report.md", "run/requests.csv", "run/timeseries.csv", "ttft_cdf.png",
+                           "hit_rate.png", "link_utilisation.png"}) {
+    EXPECT_TRUE(std::filesystem::exists(a + "/" + file)) << file;
+  }
+  ASSERT_EQ(run_kvtier("simulate " + scenario + " --no-plots --out " + b).exit_code, 0);
+  EXPECT_EQ(read_file(a + "/run/requests.csv"), read_file(b + "/run/requests.csv"));
+  EXPECT_EQ(read_file(a + "/run/timeseries.csv"), read_file(b + "/run/timeseries.csv"));
+}
+
+TEST(Cli, BadScenarioFailsAndWritesNothing) {
+  std::string scenario = small_scenario();
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_cli_sim_bad").string();
+  std::filesystem::remove_all(out);
+  CliResult r = run_kvtier("simulate " + scenario + " --set cache.tiers[1].policy=lur --out " + out);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("did you mean 'lru'?"), std::string::npos) << r.out;
+  EXPECT_FALSE(std::filesystem::exists(out));
+}
+
 }  // namespace
 }  // namespace kvtier

@@ -83,6 +83,23 @@ std::string default_out_dir(const std::string& scenario) {
   return "results/runs/" + std::filesystem::path(scenario).stem().string();
 }
 
+// Simulates every run into `dir` and writes summary.json, the plots and report.md beside them.
+void write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs, const std::string& dir,
+                   const std::string& command_line) {
+  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs);
+  std::vector<std::string> names;
+  for (const PlannedRun& r : runs) names.push_back(r.name);
+  nlohmann::json result = {{"scenario", runs[0].scenario.name}, {"command", command_line},
+                           {"variants", nlohmann::json::array()}};
+  for (size_t i = 0; i < runs.size(); ++i) result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
+  std::ofstream(dir + "/summary.json") << result.dump(2) << "\n";
+  std::vector<std::string> plot_args{dir};
+  plot_args.insert(plot_args.end(), names.begin(), names.end());
+  if (options.plots) run_plot_script("sim/plots/simulation.py", plot_args);
+  std::ofstream(dir + "/report.md") << markdown_report(result, options.plots);
+}
+
 void run_simulate(const SimulateOptions& options, const std::string& command_line) {
   ConfigNode root = load_config(options.scenario, "configs/scenarios");
   std::vector<PlannedRun> runs = plan(options, root);
@@ -91,22 +108,16 @@ void run_simulate(const SimulateOptions& options, const std::string& command_lin
   std::string partial = out + ".partial";
   std::filesystem::remove_all(partial);
   std::filesystem::create_directories(partial);
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<nlohmann::json> summaries = run_all(runs, partial, jobs);
-
-  std::vector<std::string> names;
-  for (const PlannedRun& r : runs) names.push_back(r.name);
-  nlohmann::json result = {{"scenario", runs[0].scenario.name}, {"command", command_line}, {"out_dir", out},
-                           {"variants", nlohmann::json::array()}};
-  for (size_t i = 0; i < runs.size(); ++i) result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
-  std::ofstream(partial + "/summary.json") << result.dump(2) << "\n";
-  std::vector<std::string> plot_args{partial};
-  plot_args.insert(plot_args.end(), names.begin(), names.end());
-  if (options.plots) run_plot_script("sim/plots/simulation.py", plot_args);
-  std::ofstream(partial + "/report.md") << markdown_report(result, options.plots);
+  try {
+    write_results(options, runs, partial, command_line);
+  } catch (...) {
+    std::filesystem::remove_all(partial);
+    throw;
+  }
   std::filesystem::remove_all(out);
   std::filesystem::rename(partial, out);
-
+  nlohmann::json result = nlohmann::json::parse(std::ifstream(out + "/summary.json"));
+  result["out_dir"] = out;
   if (options.format == OutputFormat::kJson) {
     std::cout << result.dump(2) << "\n";
   } else {

@@ -31,6 +31,9 @@ int main(int argc, char** argv) {
   } catch (const kvtier::UnitError& e) {
     std::cerr << "kvtier: " << e.what() << "\n";
     return 2;
+  } catch (const std::exception& e) {  // not the input's fault: a failed write, a crashed simulation
+    std::cerr << "kvtier: error: " << e.what() << "\n";
+    return 1;
   }
   return 0;
 }
