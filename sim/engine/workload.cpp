@@ -64,8 +64,9 @@ WorkloadPlan open_loop(const ConfigNode& w, const Scenario& s, const std::string
     std::string path = w.string("trace");
     stream = open_trace(path, trace_options(w, s, path));
   }
-  std::string what = source + " requests, open loop at " + std::to_string(options.rate_multiplier) + "x";
-  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier, what};
+  std::ostringstream what;
+  what << source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
+  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier, what.str()};
 }
 
 }  // namespace
