@@ -41,7 +41,8 @@ double predicted_seconds(const HardwareConfig& hw, const std::string& direction,
 }
 
 TEST(HardwareValidation, PinnedCopiesMatchTheCalibratedPlatform) {
-  if (!std::filesystem::exists(kCalibration)) GTEST_SKIP() << kCalibration << " is absent: run from the source root";
+  if (!std::filesystem::exists(kCalibration))
+    GTEST_SKIP() << kCalibration << " is absent: run from the source root";
   ConfigNode calibration = ConfigNode::load_file(kCalibration);
   HardwareConfig hw = calibrated_h200(calibration);
   std::printf("%-5s %12s %12s %12s %8s\n", "dir", "bytes", "measured_us", "predicted_us", "error");
@@ -53,8 +54,8 @@ TEST(HardwareValidation, PinnedCopiesMatchTheCalibratedPlatform) {
     double measured = copy.number("seconds");
     double predicted = predicted_seconds(hw, direction, bytes);
     double error = (predicted - measured) / measured;
-    std::printf("%-5s %12.0f %12.2f %12.2f %+7.1f%%\n", direction.c_str(), bytes, measured * 1e6, predicted * 1e6,
-                100 * error);
+    std::printf("%-5s %12.0f %12.2f %12.2f %+7.1f%%\n", direction.c_str(), bytes, measured * 1e6,
+                predicted * 1e6, 100 * error);
     EXPECT_LT(std::abs(error), bytes >= (1 << 20) ? 0.05 : 0.30) << direction << " " << bytes << " B";
     ++checked;
   }

@@ -1,12 +1,12 @@
 // End-to-end checks of the kvtier binary: figures from the issue, JSON shape, exit codes on bad input.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sys/wait.h>
 
 namespace kvtier {
 namespace {
@@ -41,7 +41,8 @@ TEST(Cli, KvJsonCarriesBytesAndCompression) {
 }
 
 TEST(Cli, BreakevenAtFixedRate) {
-  CliResult r = run_kvtier("breakeven --model llama-3.1-70b --prefill-tokens-per-s 18000 --kv bf16 --format json");
+  CliResult r =
+      run_kvtier("breakeven --model llama-3.1-70b --prefill-tokens-per-s 18000 --kv bf16 --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto point = nlohmann::json::parse(r.out)["layouts"][0]["points"][0];
   EXPECT_NEAR(point["breakeven_bytes_per_s"].get<double>() / 1e9, 5.90, 0.005);
@@ -60,7 +61,8 @@ TEST(Cli, MistypedKeyExitsTwoWithLocationAndSuggestion) {
                                 "attention: {kind: gqa, kv_heads: 1, head_dim: 8}\ntotal_parms: 1e9\n");
   CliResult r = run_kvtier("kv --model " + path + " --format json");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.out, "kvtier: " + path + ":6:1: total_parms: unknown key 'total_parms' (did you mean 'total_params'?)\n");
+  EXPECT_EQ(r.out, "kvtier: " + path +
+                       ":6:1: total_parms: unknown key 'total_parms' (did you mean 'total_params'?)\n");
 }
 
 TEST(Cli, MalformedYamlExitsTwoAndPrintsNoResult) {
@@ -106,9 +108,10 @@ TEST(Cli, TraceStatsAndHitrateAgreeOnTheMooncakeSample) {
 }
 
 TEST(Cli, BadTraceLineNamesFileLineAndField) {
-  std::string path = write_temp("kvtier_cli_bad_trace.jsonl",
-                                "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
-                                "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [-1]}\n");
+  std::string path =
+      write_temp("kvtier_cli_bad_trace.jsonl",
+                 "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                 "{\"timestamp\": 5, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [-1]}\n");
   CliResult r = run_kvtier("trace stats " + path + " --trace-format mooncake");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.out.find(path + ":2:"), std::string::npos) << r.out;
@@ -116,12 +119,13 @@ TEST(Cli, BadTraceLineNamesFileLineAndField) {
 }
 
 std::string small_scenario() {
-  return write_temp("kvtier_cli_small.yaml",
-                    "name: small\nmodel: llama-3.1-8b\nhardware: h200\n"
-                    "instance: {activation_reserve: 8GiB}\n"
-                    "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-                    "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
-                    "workload: {loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}\n");
+  return write_temp(
+      "kvtier_cli_small.yaml",
+      "name: small\nmodel: llama-3.1-8b\nhardware: h200\n"
+      "instance: {activation_reserve: 8GiB}\n"
+      "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
+      "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+      "workload: {loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}\n");
 }
 
 TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
@@ -131,8 +135,8 @@ TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
   CliResult first = run_kvtier("simulate " + scenario + " --out " + a);
   ASSERT_EQ(first.exit_code, 0) << first.out;
   EXPECT_NE(first.out.find("TTFT p95"), std::string::npos) << first.out;
-  for (const char* file : {"summary.json", "report.md", "run/requests.csv", "run/timeseries.csv", "ttft_cdf.png",
-                           "hit_rate.png", "link_utilisation.png"}) {
+  for (const char* file : {"summary.json", "report.md", "run/requests.csv", "run/timeseries.csv",
+                           "ttft_cdf.png", "hit_rate.png", "link_utilisation.png"}) {
     EXPECT_TRUE(std::filesystem::exists(a + "/" + file)) << file;
   }
   ASSERT_EQ(run_kvtier("simulate " + scenario + " --no-plots --out " + b).exit_code, 0);

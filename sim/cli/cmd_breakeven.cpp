@@ -70,15 +70,18 @@ std::vector<BreakevenRow> analyse(const Analysis& a, const BreakevenOptions& opt
   return rows;
 }
 
-nlohmann::json to_json(const Analysis& a, const BreakevenOptions& options, const std::vector<BreakevenRow>& rows) {
-  nlohmann::json out{{"model", a.model.name}, {"new_tokens", options.new_tokens}, {"layouts", nlohmann::json::array()}};
+nlohmann::json to_json(const Analysis& a, const BreakevenOptions& options,
+                       const std::vector<BreakevenRow>& rows) {
+  nlohmann::json out{
+      {"model", a.model.name}, {"new_tokens", options.new_tokens}, {"layouts", nlohmann::json::array()}};
   if (a.hardware) out["hardware"] = a.hardware->name;
   for (const BreakevenRow& row : rows) {
     nlohmann::json points = nlohmann::json::array();
     for (const BreakevenPoint& p : row.points) {
       nlohmann::json paths = nlohmann::json::array();
       for (const PathVerdict& v : p.paths) {
-        paths.push_back({{"path", v.path}, {"load_seconds", v.load_seconds}, {"speedup_vs_recompute", v.speedup}});
+        paths.push_back(
+            {{"path", v.path}, {"load_seconds", v.load_seconds}, {"speedup_vs_recompute", v.speedup}});
       }
       points.push_back({{"prefix_tokens", p.prefix_tokens},
                         {"prefill_seconds", p.prefill_seconds},
@@ -87,14 +90,17 @@ nlohmann::json to_json(const Analysis& a, const BreakevenOptions& options, const
                         {"breakeven_overlapped_bytes_per_s", p.breakeven_overlapped},
                         {"paths", paths}});
     }
-    out["layouts"].push_back({{"name", row.layout}, {"bytes_per_token", row.bytes_per_token}, {"points", points}});
+    out["layouts"].push_back(
+        {{"name", row.layout}, {"bytes_per_token", row.bytes_per_token}, {"points", points}});
   }
   return out;
 }
 
 void print_table(const Analysis& a, const BreakevenOptions& options, const std::vector<BreakevenRow>& rows) {
   std::cout << a.model.name;
-  if (a.hardware) std::cout << " on " << a.hardware->name << ", " << a.hardware->gpu.count << (a.hardware->gpu.count == 1 ? " GPU" : " GPUs");
+  if (a.hardware)
+    std::cout << " on " << a.hardware->name << ", " << a.hardware->gpu.count
+              << (a.hardware->gpu.count == 1 ? " GPU" : " GPUs");
   std::cout << "; " << with_commas(options.new_tokens) << " new tokens per turn\n";
   for (const LoadPath& path : a.paths) {
     std::cout << "  " << path.name << ": " << format_bandwidth(path.bandwidth) << "\n";
@@ -107,7 +113,8 @@ void print_table(const Analysis& a, const BreakevenOptions& options, const std::
     for (const BreakevenPoint& p : row.points) {
       std::vector<std::string> cells{token_count(p.prefix_tokens), format_duration(p.prefill_seconds),
                                      with_commas(static_cast<long long>(p.prefill_tokens_per_s)),
-                                     format_bandwidth(p.breakeven_bandwidth), format_bandwidth(p.breakeven_overlapped)};
+                                     format_bandwidth(p.breakeven_bandwidth),
+                                     format_bandwidth(p.breakeven_overlapped)};
       for (const PathVerdict& v : p.paths) cells.push_back(verdict(v.speedup));
       table.add_row(cells);
     }
@@ -142,8 +149,9 @@ void add_breakeven_command(CLI::App& app) {
       app.add_subcommand("breakeven", "Bandwidth at which loading a cached prefix beats recomputing it");
   command->add_option("--model", options->model, "Model card file or built-in name")->required();
   auto* hardware = command->add_option("--hardware", options->hardware, "Hardware file or built-in name");
-  auto* rate = command->add_option("--prefill-tokens-per-s", options->prefill_tokens_per_s,
-                                   "A flat prefill rate instead of the FLOP cost model")
+  auto* rate = command
+                   ->add_option("--prefill-tokens-per-s", options->prefill_tokens_per_s,
+                                "A flat prefill rate instead of the FLOP cost model")
                    ->check(CLI::PositiveNumber);
   command->add_option("--kv", options->layouts, "KV presets or precision-map files")
       ->delimiter(',')

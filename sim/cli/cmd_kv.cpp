@@ -54,13 +54,15 @@ void print_layout(const ModelCard& model, const KvLayout& layout, int64_t block_
   Table table({"layers", "encoding", "bytes/token/layer", "bytes/token"});
   for (const LayerGroup& g : layout.groups) {
     table.add_row({std::to_string(g.first_layer) + "-" + std::to_string(g.first_layer + g.layer_count - 1),
-                   g.encoding.name(), with_commas(g.bytes_per_token_per_layer), with_commas(g.bytes_per_token())});
+                   g.encoding.name(), with_commas(g.bytes_per_token_per_layer),
+                   with_commas(g.bytes_per_token())});
   }
   table.print(std::cout);
   std::cout << "total " << with_commas(layout.bytes_per_token()) << " B/token ("
             << format_bytes(static_cast<double>(layout.bytes_per_token())) << "), "
-            << format_bytes(static_cast<double>(layout.bytes_per_block(block_tokens))) << " per " << block_tokens
-            << "-token block, " << fixed("%.2f", layout.compression_vs_bf16(model)) << "x smaller than bf16\n\n";
+            << format_bytes(static_cast<double>(layout.bytes_per_block(block_tokens))) << " per "
+            << block_tokens << "-token block, " << fixed("%.2f", layout.compression_vs_bf16(model))
+            << "x smaller than bf16\n\n";
 }
 
 void run_kv(const KvOptions& options) {

@@ -42,7 +42,8 @@ std::vector<PlannedRun> plan(const SimulateOptions& options, ConfigNode& root) {
   }
   if (!options.trace.empty()) {
     // The whole trace, at its own pace: the scenario's closed-loop settings do not apply.
-    root.set("workload", nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump());
+    root.set("workload",
+             nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump());
   }
   std::vector<PlannedRun> runs;
   for (const Variant& v : parse_variants(root)) {
@@ -84,15 +85,17 @@ std::string default_out_dir(const std::string& scenario) {
 }
 
 // Simulates every run into `dir` and writes summary.json, the plots and report.md beside them.
-void write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs, const std::string& dir,
-                   const std::string& command_line) {
-  int jobs = options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+void write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs,
+                   const std::string& dir, const std::string& command_line) {
+  int jobs =
+      options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs);
   std::vector<std::string> names;
   for (const PlannedRun& r : runs) names.push_back(r.name);
-  nlohmann::json result = {{"scenario", runs[0].scenario.name}, {"command", command_line},
-                           {"variants", nlohmann::json::array()}};
-  for (size_t i = 0; i < runs.size(); ++i) result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
+  nlohmann::json result = {
+      {"scenario", runs[0].scenario.name}, {"command", command_line}, {"variants", nlohmann::json::array()}};
+  for (size_t i = 0; i < runs.size(); ++i)
+    result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
   std::ofstream(dir + "/summary.json") << result.dump(2) << "\n";
   std::vector<std::string> plot_args{dir};
   plot_args.insert(plot_args.end(), names.begin(), names.end());

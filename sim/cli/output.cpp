@@ -17,7 +17,8 @@ void Table::print(std::ostream& out) const {
   std::vector<size_t> widths(headers_.size());
   for (size_t c = 0; c < headers_.size(); ++c) widths[c] = headers_[c].size();
   for (const auto& row : rows_) {
-    for (size_t c = 0; c < row.size() && c < widths.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+    for (size_t c = 0; c < row.size() && c < widths.size(); ++c)
+      widths[c] = std::max(widths[c], row[c].size());
   }
   auto print_row = [&](const std::vector<std::string>& cells) {
     for (size_t c = 0; c < widths.size(); ++c) {

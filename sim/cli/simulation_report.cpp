@@ -26,7 +26,9 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
     double v = number_at(s, key, p);
     rows.push_back({label, std::isnan(v) ? "-" : format_duration(v), v});
   };
-  auto count = [&](const std::string& label, double v) { rows.push_back({label, with_commas(static_cast<long long>(v)), v}); };
+  auto count = [&](const std::string& label, double v) {
+    rows.push_back({label, with_commas(static_cast<long long>(v)), v});
+  };
   count("requests completed", s["requests_completed"].get<double>());
   count("goodput (in window, SLOs met)", s["goodput_requests"].get<double>());
   seconds("TTFT p50", "ttft_s", "p50");
@@ -86,7 +88,8 @@ Table build_table(const nlohmann::json& result) {
       auto it = std::find_if(column.begin(), column.end(), [&](const Row& r) { return r.label == label; });
       cells_of.push_back(it == column.end() ? nullptr : &*it);
     }
-    bool used = std::any_of(cells_of.begin(), cells_of.end(), [](const Row* r) { return r && r->value != 0; });
+    bool used =
+        std::any_of(cells_of.begin(), cells_of.end(), [](const Row* r) { return r && r->value != 0; });
     if (!used && label.starts_with("bytes ")) continue;  // a link no variant used
     std::vector<std::string> cells{label};
     for (const Row* r : cells_of) cells.push_back(r ? r->cell : "-");

@@ -35,10 +35,10 @@ struct PathVerdict {
 
 struct BreakevenPoint {
   int64_t prefix_tokens = 0;
-  double prefill_seconds = 0;          // recomputing the prefix from scratch
+  double prefill_seconds = 0;  // recomputing the prefix from scratch
   double prefill_tokens_per_s = 0;
-  double breakeven_bandwidth = 0;      // loading alone vs recomputing the prefix
-  double breakeven_overlapped = 0;     // with layer-wise overlap under the new tokens' prefill
+  double breakeven_bandwidth = 0;   // loading alone vs recomputing the prefix
+  double breakeven_overlapped = 0;  // with layer-wise overlap under the new tokens' prefill
   std::vector<PathVerdict> paths;
 };
 

@@ -87,11 +87,14 @@ std::vector<PathStep> parse_set_path(std::string_view dotted_path) {
     step.key = std::string(part.substr(0, bracket));
     if (bracket != std::string_view::npos) {
       std::string_view index = part.substr(bracket + 1);
-      if (index.empty() || index.back() != ']' || index.size() < 2) step.key.clear();
-      else if (std::from_chars(index.data(), index.data() + index.size() - 1, step.index).ec != std::errc()) step.key.clear();
+      if (index.empty() || index.back() != ']' || index.size() < 2)
+        step.key.clear();
+      else if (std::from_chars(index.data(), index.data() + index.size() - 1, step.index).ec != std::errc())
+        step.key.clear();
     }
     if (step.key.empty()) {
-      throw ConfigError("--set " + std::string(dotted_path) + ": expected a key path such as cache.tiers[1].capacity");
+      throw ConfigError("--set " + std::string(dotted_path) +
+                        ": expected a key path such as cache.tiers[1].capacity");
     }
     steps.push_back(step);
     if (dot == std::string_view::npos) return steps;
@@ -108,15 +111,17 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) 
   } catch (const YAML::Exception& e) {
     throw ConfigError("--set " + std::string(dotted_path) + ": invalid value: " + e.msg);
   }
-  auto fail = [&](const std::string& what) { throw ConfigError("--set " + std::string(dotted_path) + ": " + what); };
+  auto fail = [&](const std::string& what) {
+    throw ConfigError("--set " + std::string(dotted_path) + ": " + what);
+  };
   // yaml-cpp's operator[] returns handles that alias the tree, so walking with copies edits in place.
   YAML::Node cursor = node_;
   std::vector<PathStep> steps = parse_set_path(dotted_path);
   for (size_t i = 0; i < steps.size(); ++i) {
     const PathStep& step = steps[i];
     bool last = i + 1 == steps.size();
-    if (cursor[step.key] && !cursor[step.key].IsMap() && !(step.index >= 0 && cursor[step.key].IsSequence()) &&
-        !(last && step.index < 0)) {
+    if (cursor[step.key] && !cursor[step.key].IsMap() &&
+        !(step.index >= 0 && cursor[step.key].IsSequence()) && !(last && step.index < 0)) {
       fail("'" + step.key + "' is not a mapping");
     }
     YAML::Node next = cursor[step.key];
@@ -144,7 +149,9 @@ std::string ConfigNode::child_path(std::string_view key) const {
   return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
 }
 
-std::string ConfigNode::location() const { return format_location(*file_, node_.Mark()); }
+std::string ConfigNode::location() const {
+  return format_location(*file_, node_.Mark());
+}
 
 void ConfigNode::fail(std::string_view what) const {
   std::string where = location();
@@ -217,15 +224,21 @@ double ConfigNode::as_quantity(UnitKind kind) const {
   }
 }
 
-std::string ConfigNode::string(std::string_view key) const { return child(key).as_string(); }
+std::string ConfigNode::string(std::string_view key) const {
+  return child(key).as_string();
+}
 std::string ConfigNode::string(std::string_view key, std::string_view fallback) const {
   return has(key) ? string(key) : std::string(fallback);
 }
-double ConfigNode::number(std::string_view key) const { return child(key).as_number(); }
+double ConfigNode::number(std::string_view key) const {
+  return child(key).as_number();
+}
 double ConfigNode::number(std::string_view key, double fallback) const {
   return has(key) ? number(key) : fallback;
 }
-int64_t ConfigNode::integer(std::string_view key) const { return child(key).as_integer(); }
+int64_t ConfigNode::integer(std::string_view key) const {
+  return child(key).as_integer();
+}
 int64_t ConfigNode::integer(std::string_view key, int64_t fallback) const {
   return has(key) ? integer(key) : fallback;
 }

@@ -43,7 +43,8 @@ TEST(Config, MissingKeyIsReportedAtItsParent) {
 TEST(Config, MissingUnitIsAnError) {
   ConfigNode root = ConfigNode::load_string("pcie:\n  h2d_bandwidth: 55\n", "hw.yaml");
   std::string message = error_of([&] { root.child("pcie").quantity("h2d_bandwidth", UnitKind::kBandwidth); });
-  EXPECT_NE(message.find("hw.yaml:2:18: pcie.h2d_bandwidth: a unit is required"), std::string::npos) << message;
+  EXPECT_NE(message.find("hw.yaml:2:18: pcie.h2d_bandwidth: a unit is required"), std::string::npos)
+      << message;
 }
 
 TEST(Config, SetOverridesNestedKeys) {
@@ -51,12 +52,14 @@ TEST(Config, SetOverridesNestedKeys) {
   root.set("gpu.count", "4");
   root.set("host.dram_capacity", "1TiB");
   EXPECT_EQ(root.child("gpu").integer("count"), 4);
-  EXPECT_DOUBLE_EQ(root.child("host").quantity("dram_capacity", UnitKind::kBytes), 1024.0 * 1024 * 1024 * 1024);
+  EXPECT_DOUBLE_EQ(root.child("host").quantity("dram_capacity", UnitKind::kBytes),
+                   1024.0 * 1024 * 1024 * 1024);
   EXPECT_THROW(root.set("gpu.count.x", "1"), ConfigError);
 }
 
 TEST(Config, SetReachesIntoLists) {
-  ConfigNode root = ConfigNode::load_string("tiers:\n  - {name: hbm}\n  - {name: dram, capacity: 1GiB}\n", "s.yaml");
+  ConfigNode root =
+      ConfigNode::load_string("tiers:\n  - {name: hbm}\n  - {name: dram, capacity: 1GiB}\n", "s.yaml");
   root.set("tiers[1].capacity", "2TiB");
   EXPECT_EQ(root.child("tiers").elements()[1].string("capacity"), "2TiB");
   EXPECT_THROW(root.set("tiers[2].capacity", "1GiB"), ConfigError);
@@ -64,19 +67,23 @@ TEST(Config, SetReachesIntoLists) {
 }
 
 TEST(Config, ModelCardRejectsNonsense) {
-  std::string card = "name: m\nlayers: 0\nhidden_size: 8\nquery_heads: 1\n"
-                     "attention: {kind: gqa, kv_heads: 1, head_dim: 8}\ntotal_params: 1e9\n";
+  std::string card =
+      "name: m\nlayers: 0\nhidden_size: 8\nquery_heads: 1\n"
+      "attention: {kind: gqa, kv_heads: 1, head_dim: 8}\ntotal_params: 1e9\n";
   std::string message = error_of([&] { parse_model_card(ConfigNode::load_string(card, "m.yaml")); });
   EXPECT_EQ(message, "m.yaml:2:9: layers: expected a positive integer");
-  std::string mla = "name: m\nlayers: 2\nhidden_size: 8\nquery_heads: 1\nattention: {kind: mha2}\ntotal_params: 1e9\n";
+  std::string mla =
+      "name: m\nlayers: 2\nhidden_size: 8\nquery_heads: 1\nattention: {kind: mha2}\ntotal_params: 1e9\n";
   message = error_of([&] { parse_model_card(ConfigNode::load_string(mla, "m.yaml")); });
-  EXPECT_NE(message.find("attention.kind: expected gqa, mha or mla; got 'mha2'"), std::string::npos) << message;
+  EXPECT_NE(message.find("attention.kind: expected gqa, mha or mla; got 'mha2'"), std::string::npos)
+      << message;
 }
 
 TEST(Config, HardwareFractionOutOfRange) {
-  std::string hw = "name: x\ngpu: {model: g, hbm_capacity: 1GB, hbm_bandwidth: 1TB/s, bf16_dense: 1TFLOPS, "
-                   "prefill_mfu: 1.5}\nhost: {dram_capacity: 1GB, dram_bandwidth: 1GB/s}\n"
-                   "pcie: {h2d_bandwidth: 1GB/s, d2h_bandwidth: 1GB/s}\n";
+  std::string hw =
+      "name: x\ngpu: {model: g, hbm_capacity: 1GB, hbm_bandwidth: 1TB/s, bf16_dense: 1TFLOPS, "
+      "prefill_mfu: 1.5}\nhost: {dram_capacity: 1GB, dram_bandwidth: 1GB/s}\n"
+      "pcie: {h2d_bandwidth: 1GB/s, d2h_bandwidth: 1GB/s}\n";
   std::string message = error_of([&] { parse_hardware(ConfigNode::load_string(hw, "hw.yaml")); });
   EXPECT_NE(message.find("gpu.prefill_mfu: expected a fraction in (0, 1]"), std::string::npos) << message;
 }

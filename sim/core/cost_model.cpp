@@ -11,7 +11,8 @@ CostModel::CostModel(const ModelCard& model, const HardwareConfig& hardware, dou
   achieved_hbm_bandwidth_ = gpu.count * gpu.hbm_bandwidth * gpu.memory_bandwidth_efficiency;
 }
 
-CostModel CostModel::fixed_prefill_rate(const ModelCard& model, double tokens_per_s, double kv_bytes_per_token) {
+CostModel CostModel::fixed_prefill_rate(const ModelCard& model, double tokens_per_s,
+                                        double kv_bytes_per_token) {
   CostModel cost;
   cost.model_ = model;
   cost.kv_bytes_per_token_ = kv_bytes_per_token;
@@ -38,8 +39,8 @@ double CostModel::decode_flops(int64_t batch, int64_t context_tokens) const {
 double CostModel::step_seconds(double flops, double kv_bytes, int64_t tokens) const {
   if (tokens <= 0) return 0;
   if (fixed_rate_) return static_cast<double>(tokens) / *fixed_rate_;
-  double weight_bytes =
-      std::min(model_.total_params, model_.active_params * static_cast<double>(tokens)) * model_.weight_bytes_per_param;
+  double weight_bytes = std::min(model_.total_params, model_.active_params * static_cast<double>(tokens)) *
+                        model_.weight_bytes_per_param;
   return std::max(flops / achieved_flops_, (weight_bytes + kv_bytes) / achieved_hbm_bandwidth_);
 }
 
@@ -53,8 +54,8 @@ double CostModel::prefill_tokens_per_s(int64_t tokens) const {
 }
 
 double CostModel::decode_step_seconds(int64_t batch, int64_t context_tokens) const {
-  return step_seconds(decode_flops(batch, context_tokens), kv_bytes_per_token_ * static_cast<double>(context_tokens),
-                      batch);
+  return step_seconds(decode_flops(batch, context_tokens),
+                      kv_bytes_per_token_ * static_cast<double>(context_tokens), batch);
 }
 
 }  // namespace kvtier

@@ -6,7 +6,8 @@
 // over the achieved compute rate (GPUs × peak × prefill_mfu), floored by the time to stream the
 // weights touched and the KV through HBM. Decode reads the weights and every running request's KV
 // once per step (memory-bound), floored by its FLOPs. A mixed step (chunked prefill beside decode)
-// adds up the FLOPs and bytes of both and takes the larger of the two times. docs/cost-model.md derives each term.
+// adds up the FLOPs and bytes of both and takes the larger of the two times. docs/cost-model.md derives each
+// term.
 #pragma once
 
 #include <cstdint>

@@ -8,8 +8,12 @@
 namespace kvtier {
 namespace {
 
-ModelCard card(const std::string& name) { return parse_model_card(load_config(name, "models")); }
-HardwareConfig hardware(const std::string& name) { return parse_hardware(load_config(name, "configs/hardware")); }
+ModelCard card(const std::string& name) {
+  return parse_model_card(load_config(name, "models"));
+}
+HardwareConfig hardware(const std::string& name) {
+  return parse_hardware(load_config(name, "configs/hardware"));
+}
 
 TEST(CostModel, PrefillFlopsByHand) {
   ModelCard m = card("llama-3.1-8b");

@@ -16,8 +16,8 @@ double fraction(const ConfigNode& node, std::string_view key, double fallback) {
 }
 
 GpuSpec parse_gpu(const ConfigNode& node) {
-  node.allow_keys({"model", "count", "hbm_capacity", "hbm_bandwidth", "bf16_dense", "fp8_dense", "prefill_mfu",
-                   "memory_bandwidth_efficiency"});
+  node.allow_keys({"model", "count", "hbm_capacity", "hbm_bandwidth", "bf16_dense", "fp8_dense",
+                   "prefill_mfu", "memory_bandwidth_efficiency"});
   GpuSpec gpu;
   gpu.model = node.string("model");
   gpu.count = static_cast<int>(node.integer("count", 1));
@@ -33,7 +33,8 @@ GpuSpec parse_gpu(const ConfigNode& node) {
 }
 
 LinkSpec parse_link(const ConfigNode& node, std::string_view bandwidth_key) {
-  return {positive(node, bandwidth_key, UnitKind::kBandwidth), node.quantity("latency", UnitKind::kDuration, 0)};
+  return {positive(node, bandwidth_key, UnitKind::kBandwidth),
+          node.quantity("latency", UnitKind::kDuration, 0)};
 }
 
 NvmeSpec parse_nvme(const ConfigNode& node) {
@@ -81,6 +82,8 @@ HardwareConfig parse_hardware(const ConfigNode& root) {
   return hw;
 }
 
-HardwareConfig load_hardware(const std::string& path) { return parse_hardware(ConfigNode::load_file(path)); }
+HardwareConfig load_hardware(const std::string& path) {
+  return parse_hardware(ConfigNode::load_file(path));
+}
 
 }  // namespace kvtier

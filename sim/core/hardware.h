@@ -15,7 +15,7 @@ struct GpuSpec {
   double hbm_bandwidth = 0;  // bytes/s per GPU
   double bf16_flops = 0;     // dense FLOP/s per GPU
   double fp8_flops = 0;
-  double prefill_mfu = 0.5;                 // achieved / peak FLOP/s during prefill
+  double prefill_mfu = 0.5;                  // achieved / peak FLOP/s during prefill
   double memory_bandwidth_efficiency = 0.8;  // achieved / peak HBM bandwidth during decode
 };
 

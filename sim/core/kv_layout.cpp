@@ -6,7 +6,9 @@
 namespace kvtier {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // A group-quantized vector of `elements` 4-bit values plus a scale (and zero) per group.
 int64_t int4_group_bytes(int64_t elements, const Encoding& e) {

@@ -21,8 +21,8 @@ enum class EncodingKind { kBf16, kFp8, kInt4Group, kTurboQuant4 };
 
 struct Encoding {
   EncodingKind kind = EncodingKind::kBf16;
-  int group_size = 32;   // int4: elements sharing one scale (and zero point)
-  int scale_bytes = 2;   // int4: bytes of the scale and of the zero point (fp16 = 2, fp32 = 4)
+  int group_size = 32;  // int4: elements sharing one scale (and zero point)
+  int scale_bytes = 2;  // int4: bytes of the scale and of the zero point (fp16 = 2, fp32 = 4)
   bool zero_point = true;
   // TurboQuant: the packed slot is padded to this many bytes. 134 raw bytes at head_dim 128 pad to 136,
   // which is the slot size behind the published 3.76× (512 / 136) and 3.19× figures.
@@ -72,7 +72,8 @@ std::vector<std::string> kv_preset_names();
 std::optional<PrecisionMap> kv_preset(const std::string& name);
 
 // A precision map from configuration: a preset name, or a mapping
-// {encoding: <name or {kind, group_size, scale_dtype, zero_point}>, boundary_layers: {first, last, encoding}}.
+// {encoding: <name or {kind, group_size, scale_dtype, zero_point}>, boundary_layers: {first, last,
+// encoding}}.
 PrecisionMap parse_precision_map(const ConfigNode& node);
 
 // `spec` is a preset name or a YAML file holding a precision map.

@@ -7,7 +7,9 @@
 namespace kvtier {
 namespace {
 
-ModelCard card(const std::string& name) { return parse_model_card(load_config(name, "models")); }
+ModelCard card(const std::string& name) {
+  return parse_model_card(load_config(name, "models"));
+}
 
 TEST(KvLayout, Llama70BBf16Is320KiBPerToken) {
   // 2 (K and V) × 8 KV heads × 128 × 2 B × 80 layers, as the Mooncake paper states.

@@ -35,8 +35,8 @@ std::string python_interpreter() {
 }
 
 void run_plot_script(const std::string& script_path, const std::vector<std::string>& args) {
-  std::filesystem::path script = std::filesystem::temp_directory_path() /
-                                 ("kvtier-plot-" + std::to_string(::getpid()) + ".py");
+  std::filesystem::path script =
+      std::filesystem::temp_directory_path() / ("kvtier-plot-" + std::to_string(::getpid()) + ".py");
   std::ofstream(script) << embedded_text(script_path);
   std::string command = shell_quote(python_interpreter());
   command.append(" ").append(shell_quote(script.string()));
@@ -51,8 +51,10 @@ void run_plot_script(const std::string& script_path, const std::vector<std::stri
   }
   std::filesystem::remove(script);
   if (status != 0) {
-    throw ConfigError(script_path + ": matplotlib could not draw the plots (set KVTIER_PYTHON to a python3 with "
-                      "matplotlib): " + output);
+    throw ConfigError(script_path +
+                      ": matplotlib could not draw the plots (set KVTIER_PYTHON to a python3 with "
+                      "matplotlib): " +
+                      output);
   }
 }
 

@@ -73,6 +73,8 @@ ModelCard parse_model_card(const ConfigNode& root) {
   return card;
 }
 
-ModelCard load_model_card(const std::string& path) { return parse_model_card(ConfigNode::load_file(path)); }
+ModelCard load_model_card(const std::string& path) {
+  return parse_model_card(ConfigNode::load_file(path));
+}
 
 }  // namespace kvtier

@@ -36,7 +36,9 @@ struct ModelCard {
   // Elements cached per token per layer: 2 × kv_heads × head_dim (GQA) or the MLA latent width.
   int kv_elements_per_layer() const;
   // Query-key and value widths per head, for the attention FLOP term.
-  int qk_dim() const { return attention == AttentionKind::kMla ? qk_nope_head_dim + qk_rope_head_dim : head_dim; }
+  int qk_dim() const {
+    return attention == AttentionKind::kMla ? qk_nope_head_dim + qk_rope_head_dim : head_dim;
+  }
   int v_dim() const { return attention == AttentionKind::kMla ? v_head_dim : head_dim; }
   double weight_bytes() const { return total_params * weight_bytes_per_param; }
 };

@@ -23,10 +23,18 @@ class UnitError : public std::runtime_error {
 // Returns the value in base units: bytes, bytes/s, seconds or FLOP/s.
 double parse_quantity(std::string_view text, UnitKind kind);
 
-inline double parse_bytes(std::string_view t) { return parse_quantity(t, UnitKind::kBytes); }
-inline double parse_bandwidth(std::string_view t) { return parse_quantity(t, UnitKind::kBandwidth); }
-inline double parse_duration(std::string_view t) { return parse_quantity(t, UnitKind::kDuration); }
-inline double parse_flop_rate(std::string_view t) { return parse_quantity(t, UnitKind::kFlopRate); }
+inline double parse_bytes(std::string_view t) {
+  return parse_quantity(t, UnitKind::kBytes);
+}
+inline double parse_bandwidth(std::string_view t) {
+  return parse_quantity(t, UnitKind::kBandwidth);
+}
+inline double parse_duration(std::string_view t) {
+  return parse_quantity(t, UnitKind::kDuration);
+}
+inline double parse_flop_rate(std::string_view t) {
+  return parse_quantity(t, UnitKind::kFlopRate);
+}
 
 // What a unit of this kind looks like, for error messages ("a size such as 512GiB or 141GB").
 std::string_view unit_example(UnitKind kind);

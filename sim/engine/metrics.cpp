@@ -9,7 +9,9 @@ namespace {
 
 nlohmann::json percentiles(const std::vector<double>& values) {
   if (values.empty()) return nullptr;
-  return {{"p50", percentile(values, 0.50)}, {"p95", percentile(values, 0.95)}, {"p99", percentile(values, 0.99)},
+  return {{"p50", percentile(values, 0.50)},
+          {"p95", percentile(values, 0.95)},
+          {"p99", percentile(values, 0.99)},
           {"mean", [&] {
              double sum = 0;
              for (double v : values) sum += v;
@@ -32,7 +34,8 @@ double percentile(std::vector<double> values, double q) {
   return values[low] + (rank - static_cast<double>(low)) * (values[high] - values[low]);
 }
 
-nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::vector<std::string>& tier_names,
+nlohmann::json summarise(const std::vector<RequestRecord>& records,
+                         const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
                          const Slo& slo, double window_s) {
   std::vector<double> ttft, tpot, e2e;
@@ -61,7 +64,8 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::v
     hit_rate.push_back({{"tier", tier_names[t]}, {"rate", rate}, {"tokens", hits[t]}});
   }
   nlohmann::json links = nlohmann::json::array();
-  for (size_t l = 0; l < link_names.size(); ++l) links.push_back({{"link", link_names[l]}, {"bytes", link_bytes[l]}});
+  for (size_t l = 0; l < link_names.size(); ++l)
+    links.push_back({{"link", link_names[l]}, {"bytes", link_bytes[l]}});
   return {{"requests_issued", records.size()},
           {"requests_completed", completed},
           {"requests_rejected", rejected},
@@ -73,7 +77,8 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::v
           {"e2e_s", percentiles(e2e)},
           {"input_tokens", input_tokens},
           {"hit_rate_tokens", hit_rate},
-          {"hit_rate_total", input_tokens > 0 ? static_cast<double>(hit_total) / static_cast<double>(input_tokens) : 0},
+          {"hit_rate_total",
+           input_tokens > 0 ? static_cast<double>(hit_total) / static_cast<double>(input_tokens) : 0},
           {"recomputed_tokens", recomputed},
           {"preemptions", preemptions},
           {"link_bytes", links}};
@@ -88,22 +93,25 @@ void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& rec
   out << std::setprecision(9);
   for (const RequestRecord& r : records) {
     double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
-    out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ',' << r.load_wait_s
-        << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
+    out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ','
+        << r.load_wait_s << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
         << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
-    for (size_t t = 0; t < tier_names.size(); ++t) out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
+    for (size_t t = 0; t < tier_names.size(); ++t)
+      out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
     out << ',' << r.recomputed_tokens << ',' << r.preemptions << '\n';
   }
 }
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
-                          const std::vector<std::string>& link_names, const std::vector<std::string>& tier_names) {
+                          const std::vector<std::string>& link_names,
+                          const std::vector<std::string>& tier_names) {
   out << "time_s,hbm_used_bytes,hbm_cache_bytes,queued,running";
   for (const std::string& l : link_names) out << ",util_" << l;
   for (const std::string& t : tier_names) out << ",hit_rate_" << t;
   out << '\n' << std::setprecision(9);
   for (const TimeSample& s : samples) {
-    out << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ',' << s.running;
+    out << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ','
+        << s.running;
     for (double u : s.link_utilisation) out << ',' << u;
     for (double h : s.tier_hit_rate) out << ',' << h;
     out << '\n';

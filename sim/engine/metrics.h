@@ -15,8 +15,8 @@ struct RequestRecord {
   int64_t session_id = -1;
   int32_t turn = 0;
   double arrival_s = 0;
-  double admitted_s = -1;     // left the queue: its KV was placed in HBM
-  double load_wait_s = 0;     // waiting for cached KV to arrive from lower tiers
+  double admitted_s = -1;  // left the queue: its KV was placed in HBM
+  double load_wait_s = 0;  // waiting for cached KV to arrive from lower tiers
   double prefill_start_s = -1;
   double first_token_s = -1;
   double completion_s = -1;
@@ -53,13 +53,15 @@ double percentile(std::vector<double> values, double q);
 
 // Every figure of the summary, for summary.json and --format json. Goodput counts the requests that
 // completed inside the window and met both SLOs.
-nlohmann::json summarise(const std::vector<RequestRecord>& records, const std::vector<std::string>& tier_names,
-                     const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
-                     const Slo& slo, double window_s);
+nlohmann::json summarise(const std::vector<RequestRecord>& records,
+                         const std::vector<std::string>& tier_names,
+                         const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
+                         const Slo& slo, double window_s);
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
                         const std::vector<std::string>& tier_names);
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
-                          const std::vector<std::string>& link_names, const std::vector<std::string>& tier_names);
+                          const std::vector<std::string>& link_names,
+                          const std::vector<std::string>& tier_names);
 
 }  // namespace kvtier

@@ -121,7 +121,8 @@ std::vector<double> Platform::link_utilisation() const {
   return out;
 }
 
-double time_on_platform(const HardwareConfig& hardware, int gpus, const std::function<void(Platform&)>& body) {
+double time_on_platform(const HardwareConfig& hardware, int gpus,
+                        const std::function<void(Platform&)>& body) {
   return run_isolated([&] {
            int argc = 1;
            char name[] = "kvtier";

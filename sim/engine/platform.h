@@ -2,8 +2,8 @@
 //
 // Every place KV can live is a SimGrid host, and every path between them a route of links:
 //   dram ─[dram]─[pcie_h2d_i]─> gpu_i        gpu_i ─[pcie_d2h_i]─[dram]─> dram
-//   nvme ─[nvme_read]─[dram]─[pcie_h2d_i]─> gpu_i   (or, with GPUDirect, nvme ─[nvme_read]─[pcie_h2d_i]─> gpu_i)
-//   dram ─[dram]─[nvme_write]─> nvme         remote ─[network]─[pcie_h2d_i]─> gpu_i
+//   nvme ─[nvme_read]─[dram]─[pcie_h2d_i]─> gpu_i   (or, with GPUDirect, nvme ─[nvme_read]─[pcie_h2d_i]─>
+//   gpu_i) dram ─[dram]─[nvme_write]─> nvme         remote ─[network]─[pcie_h2d_i]─> gpu_i
 // Each direction is its own link, so loads and stores do not slow each other on PCIe, while transfers on
 // the same link share its bandwidth as SimGrid's flow model shares it. The SSD is a link, not a SimGrid
 // Disk: in SimGrid 3.32 a Disk activity in flight beside Comms makes the engine quadratic in the number of
@@ -11,11 +11,10 @@
 // latency + bytes / bandwidth (the default LV08 is calibrated for TCP and would inflate both).
 #pragma once
 
-#include <simgrid/s4u.hpp>
-
 #include <array>
 #include <functional>
 #include <map>
+#include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 

@@ -9,7 +9,9 @@
 namespace kvtier {
 namespace {
 
-HardwareConfig hardware(const std::string& name) { return parse_hardware(load_config(name, "configs/hardware")); }
+HardwareConfig hardware(const std::string& name) {
+  return parse_hardware(load_config(name, "configs/hardware"));
+}
 
 double simulate(const std::string& node, int gpus, const std::function<void(Platform&)>& body) {
   return time_on_platform(hardware(node), gpus, body);

@@ -52,21 +52,23 @@ void parse_instance(const ConfigNode& node, Scenario& s) {
                    "layerwise_overlap"});
   s.gpus = static_cast<int>(node.integer("gpus", s.hardware.gpu.count));
   if (s.gpus <= 0 || s.gpus > s.hardware.gpu.count) {
-    node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) + " GPUs (the node's count)");
+    node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
+                            " GPUs (the node's count)");
   }
   s.max_batch_tokens = node.integer("max_batch_tokens", s.max_batch_tokens);
   s.max_running = node.integer("max_running", s.max_running);
   if (s.max_batch_tokens <= 0) node.child("max_batch_tokens").fail("expected a positive token budget");
   if (s.max_running <= 0) node.child("max_running").fail("expected a positive number of sequences");
   s.hbm_utilisation = node.number("hbm_utilisation", s.hbm_utilisation);
-  if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1) node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
+  if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1)
+    node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
   s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
   s.layerwise_overlap = node.boolean("layerwise_overlap", false);
   double per_gpu = s.hardware.gpu.hbm_capacity * s.hbm_utilisation - s.activation_reserve_bytes;
   s.kv_space_bytes = s.gpus * per_gpu - s.model.weight_bytes();
   if (s.kv_space_bytes <= 0) {
-    node.fail(s.model.name + "'s weights (" + format_bytes(s.model.weight_bytes()) + ") leave no HBM for KV on " +
-              std::to_string(s.gpus) + " GPUs");
+    node.fail(s.model.name + "'s weights (" + format_bytes(s.model.weight_bytes()) +
+              ") leave no HBM for KV on " + std::to_string(s.gpus) + " GPUs");
   }
 }
 
@@ -80,8 +82,9 @@ void parse_cache(ConfigNode root, Scenario& s) {
   if (tiers.empty()) cache.child("tiers").fail("expected at least the hbm tier");
   for (const char* key : {"capacity", "capacity_tokens", "capacity_blocks"}) {
     if (tiers[0].has(key)) {
-      tiers[0].child(key).fail("HBM's cache area is what the weights and activations leave; set "
-                               "instance.hbm_utilisation or instance.activation_reserve instead");
+      tiers[0].child(key).fail(
+          "HBM's cache area is what the weights and activations leave; set "
+          "instance.hbm_utilisation or instance.activation_reserve instead");
     }
   }
   for (size_t i = 0; i < tiers.size(); ++i) s.tier_media.push_back(medium_of(tiers[i], i));
@@ -103,14 +106,15 @@ void parse_slo(const ConfigNode& root, Scenario& s) {
 
 Scenario parse_scenario(const ConfigNode& original) {
   ConfigNode root = original.clone();
-  root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload", "slo",
-                   "seed", "sample_interval", "variants"});
+  root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload",
+                   "slo", "seed", "sample_interval", "variants"});
   Scenario s;
   s.name = root.string("name");
   s.description = root.string("description", "");
   s.model = parse_model_card(load_config(root.string("model"), "models"));
   s.hardware = load_hardware_with(root, s);
-  parse_instance(root.has("instance") ? root.child("instance") : ConfigNode::load_string("{}", root.file()), s);
+  parse_instance(root.has("instance") ? root.child("instance") : ConfigNode::load_string("{}", root.file()),
+                 s);
   // Without a calibration, conversions run at 70 % of HBM bandwidth over bytes read plus written.
   double hbm = s.gpus * s.hardware.gpu.hbm_bandwidth * 0.7;
   if (s.dequantize_bytes_per_s <= 0) s.dequantize_bytes_per_s = hbm;

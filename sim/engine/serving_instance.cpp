@@ -29,7 +29,8 @@ class ServingInstance::EventCollector : public CacheEventSink {
 };
 
 ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
-                                 TieredCache& cache, ReplayDriver& driver, std::vector<RequestRecord>& records)
+                                 TieredCache& cache, ReplayDriver& driver,
+                                 std::vector<RequestRecord>& records)
     : config_(std::move(config)),
       cost_(cost),
       platform_(platform),
@@ -42,9 +43,13 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
   cache_.set_event_sink(events_.get());
 }
 
-ServingInstance::~ServingInstance() { cache_.set_event_sink(nullptr); }
+ServingInstance::~ServingInstance() {
+  cache_.set_event_sink(nullptr);
+}
 
-RequestRecord& ServingInstance::record(const Sequence& seq) { return records_[seq.record]; }
+RequestRecord& ServingInstance::record(const Sequence& seq) {
+  return records_[seq.record];
+}
 
 void ServingInstance::run() {
   while (!(driver_.done() && waiting_.empty() && running_.empty())) {
@@ -78,7 +83,8 @@ void ServingInstance::take_arrivals() {
     r.turn = seq->request.turn;
     r.arrival_s = now;
     r.input_tokens = seq->request.input_tokens;
-    seq->request.output_tokens = std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least
+    seq->request.output_tokens =
+        std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least
     r.output_tokens = seq->request.output_tokens;
     r.hit_tokens.assign(cache_.tier_count(), 0);
     records_.push_back(std::move(r));
@@ -149,7 +155,8 @@ void ServingInstance::finish_loads() {
   double now = sg4::Engine::get_clock();
   for (auto& seq : running_) {
     if (!seq->loading()) continue;
-    if (!std::all_of(seq->loads.begin(), seq->loads.end(), [](const sg4::CommPtr& c) { return c->test(); })) continue;
+    if (!std::all_of(seq->loads.begin(), seq->loads.end(), [](const sg4::CommPtr& c) { return c->test(); }))
+      continue;
     seq->loads.clear();
     record(*seq).load_wait_s = now - seq->load_started_s;
     if (seq->prefill_done() && seq->decoded == 0) {  // overlapped prefill finished first
@@ -277,7 +284,8 @@ void ServingInstance::preempt_newest() {
   running_.pop_back();
   for (auto& c : seq->loads) c->cancel();
   seq->loads.clear();
-  if (seq->decoded > 1) state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq->decoded - 1);
+  if (seq->decoded > 1)
+    state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq->decoded - 1);
   cache_.release(seq->admission);
   RequestRecord& r = record(*seq);
   ++r.preemptions;

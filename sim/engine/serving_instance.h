@@ -11,10 +11,9 @@
 // pinned blocks no longer fit, the newest running request is preempted (its blocks stay cached).
 #pragma once
 
-#include <simgrid/s4u.hpp>
-
 #include <deque>
 #include <memory>
+#include <simgrid/s4u.hpp>
 #include <vector>
 
 #include "cost_model.h"
@@ -33,7 +32,7 @@ struct InstanceConfig {
   bool layerwise_overlap = false;
   double dequantize_bytes_per_s = 0;  // GPU rate converting a lower tier's layout to HBM's (read + write)
   double quantize_bytes_per_s = 0;
-  std::vector<Medium> tier_media;     // where each cache tier lives
+  std::vector<Medium> tier_media;  // where each cache tier lives
 };
 
 // What the sampler reads while the instance runs.

@@ -34,7 +34,8 @@ void run_and_count(benchmark::State& state, const Scenario& scenario) {
 
 void BM_MooncakeSampleOnH200(benchmark::State& state) {
   if (!std::filesystem::exists(kMooncakeSample)) {
-    state.SkipWithError("../shared/traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
+    state.SkipWithError(
+        "../shared/traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
     return;
   }
   ConfigNode root = load_config("h200-llama8b", "configs/scenarios");

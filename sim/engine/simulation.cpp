@@ -1,10 +1,10 @@
 #include "simulation.h"
 
-#include <simgrid/s4u.hpp>
 #include <xbt/log.h>
 
 #include <filesystem>
 #include <fstream>
+#include <simgrid/s4u.hpp>
 
 #include "serving_instance.h"
 #include "workload.h"
@@ -55,7 +55,8 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
     t.link_utilisation = platform.link_utilisation();
     for (int64_t& hits : state.hits_since_sample) {
       t.tier_hit_rate.push_back(state.input_since_sample > 0
-                                    ? static_cast<double>(hits) / static_cast<double>(state.input_since_sample)
+                                    ? static_cast<double>(hits) /
+                                          static_cast<double>(state.input_since_sample)
                                     : 0);
       hits = 0;
     }
@@ -84,8 +85,11 @@ nlohmann::json traffic_json(const TieredCache& cache) {
         const TrafficTotals::Flow& f = totals.flow(static_cast<CacheEventKind>(kind), from, to);
         if (f.blocks == 0) continue;
         auto name = [&](int t) { return t < 0 ? std::string("-") : cache.tier(t).name; };
-        flows.push_back({{"event", event_kind_name(static_cast<CacheEventKind>(kind))}, {"from", name(from)},
-                         {"to", name(to)}, {"blocks", f.blocks}, {"from_bytes", f.from_bytes},
+        flows.push_back({{"event", event_kind_name(static_cast<CacheEventKind>(kind))},
+                         {"from", name(from)},
+                         {"to", name(to)},
+                         {"blocks", f.blocks},
+                         {"from_bytes", f.from_bytes},
                          {"to_bytes", f.to_bytes}});
       }
     }
@@ -119,9 +123,11 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
 
   std::vector<std::string> tiers;
   for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
-  if (!options.out_dir.empty()) write_outputs(options.out_dir, records, samples, tiers, platform.link_names());
+  if (!options.out_dir.empty())
+    write_outputs(options.out_dir, records, samples, tiers, platform.link_names());
   double window = std::min(workload.window_s, sg4::Engine::get_clock());
-  nlohmann::json summary = summarise(records, tiers, platform.link_names(), platform.link_bytes(), s.slo, window);
+  nlohmann::json summary =
+      summarise(records, tiers, platform.link_names(), platform.link_bytes(), s.slo, window);
   summary["scenario"] = s.name;
   summary["workload"] = workload.description;
   summary["simulated_s"] = sg4::Engine::get_clock();

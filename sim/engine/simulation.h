@@ -12,7 +12,7 @@
 namespace kvtier {
 
 struct SimulationOptions {
-  std::string out_dir;        // requests.csv and timeseries.csv go here; empty writes nothing
+  std::string out_dir;          // requests.csv and timeseries.csv go here; empty writes nothing
   bool free_transfers = false;  // every load and store takes no time (checks against the analytic mode)
 };
 

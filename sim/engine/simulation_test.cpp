@@ -40,7 +40,9 @@ std::vector<double> csv_column(const std::string& path, const std::string& name)
   return values;
 }
 
-Scenario scenario_from(const std::string& yaml) { return parse_scenario(ConfigNode::load_string(yaml, "test.yaml")); }
+Scenario scenario_from(const std::string& yaml) {
+  return parse_scenario(ConfigNode::load_string(yaml, "test.yaml"));
+}
 
 nlohmann::json run(const Scenario& s, bool free_transfers = false, const std::string& out = "") {
   return run_isolated([&] { return simulate(s, {out, free_transfers}); });
@@ -51,7 +53,9 @@ nlohmann::json run(const Scenario& s, bool free_transfers = false, const std::st
 std::string one_gpu_scenario(const std::string& workload, const std::string& reserve = "40GB",
                              const std::string& extra_tiers = "") {
   return "name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\n"
-         "instance: {gpus: 1, hbm_utilisation: 1.0, activation_reserve: " + reserve + "}\n"
+         "instance: {gpus: 1, hbm_utilisation: 1.0, activation_reserve: " +
+         reserve +
+         "}\n"
          "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
          "    - {name: dram, kv: bf16, capacity: 1TiB}\n" +
          extra_tiers + "workload: " + workload + "\n";
@@ -71,7 +75,8 @@ TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
                                                              mooncake_line(100000, 20 * 512, 100, 20) +
                                                              mooncake_line(200000, 17 * 512, 1, 16, 17));
   // 80 − 61.92 − 16.06 = 2.02 GB: 30 blocks.
-  Scenario s = scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB"));
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB"));
   ASSERT_EQ(s.tiers[0].capacity_blocks(), 30);
   std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_ttft").string();
   nlohmann::json summary = run(s, false, out);
@@ -117,13 +122,15 @@ TEST(Simulation, FreeTransfersGiveTheAnalyticHitCounts) {
 }
 
 TEST(Simulation, BytesPerLinkEqualTheCacheEvents) {
-  Scenario s = scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, "
-                                              "duration: 5min}"));
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, "
+                                     "duration: 5min}"));
   nlohmann::json summary = run(s);
   double promoted = 0, stored = 0;
   for (const auto& flow : summary["cache_traffic"]) {
     if (flow["event"] == "promote") promoted += flow["from_bytes"].get<double>();
-    if (flow["event"] == "demote" || flow["event"] == "write_through") stored += flow["to_bytes"].get<double>();
+    if (flow["event"] == "demote" || flow["event"] == "write_through")
+      stored += flow["to_bytes"].get<double>();
   }
   ASSERT_GT(promoted, 0);
   ASSERT_GT(stored, 0);
@@ -135,18 +142,21 @@ TEST(Simulation, BytesPerLinkEqualTheCacheEvents) {
 }
 
 TEST(Simulation, SameInputsGiveIdenticalResults) {
-  Scenario s = scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
-                                              "duration: 2min}"));
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
+                                     "duration: 2min}"));
   EXPECT_EQ(run(s).dump(), run(s).dump());
 }
 
 TEST(Simulation, BadScenariosFailBeforeRunning) {
   EXPECT_THROW(scenario_from(one_gpu_scenario("{loop: closed}") + "instnace: {}\n"), ConfigError);
-  std::string hbm_capacity = "name: t\nmodel: llama-3.1-8b\nhardware: h200\ncache:\n  tiers:\n"
-                             "    - {name: hbm, kv: bf16, capacity: 10GiB}\nworkload: {}\n";
+  std::string hbm_capacity =
+      "name: t\nmodel: llama-3.1-8b\nhardware: h200\ncache:\n  tiers:\n"
+      "    - {name: hbm, kv: bf16, capacity: 10GiB}\nworkload: {}\n";
   EXPECT_THROW(scenario_from(hbm_capacity), ConfigError);
-  std::string no_room = "name: t\nmodel: deepseek-v3\nhardware: h200\ncache:\n  tiers:\n"
-                        "    - {name: hbm, kv: bf16}\nworkload: {}\n";
+  std::string no_room =
+      "name: t\nmodel: deepseek-v3\nhardware: h200\ncache:\n  tiers:\n"
+      "    - {name: hbm, kv: bf16}\nworkload: {}\n";
   try {
     scenario_from(no_room);
     FAIL() << "671 B parameters do not fit one H200";

@@ -22,7 +22,8 @@ void StoreQueues::start(std::pair<Medium, Medium> key, Path& path) {
 void StoreQueues::pump() {
   for (auto& [key, path] : paths_) {
     if (path.comms.empty()) continue;
-    if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); })) continue;
+    if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
+      continue;
     path.comms.clear();
     if (path.pending_bytes > 0) start(key, path);
   }

@@ -8,9 +8,8 @@
 // at the same rate; SimGrid sees one flow per path.
 #pragma once
 
-#include <simgrid/s4u.hpp>
-
 #include <map>
+#include <simgrid/s4u.hpp>
 #include <utility>
 #include <vector>
 

@@ -12,13 +12,15 @@ AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
   ConfigNode agent = workload.child("agent");
   ConfigNode node = agent.is_scalar() ? load_config(agent.as_string(), "configs/workloads") : agent;
   AgentWorkload parsed = parse_agent_workload(node);
-  if (!node.has("seed")) parsed.seed = seed;  // the scenario's seed drives the generator unless it has its own
+  if (!node.has("seed"))
+    parsed.seed = seed;  // the scenario's seed drives the generator unless it has its own
   return parsed;
 }
 
 TraceReadOptions trace_options(const ConfigNode& workload, const Scenario& s, const std::string& path) {
   TraceReadOptions options;
-  options.format = workload.has("format") ? parse_trace_format(workload.string("format")) : detect_trace_format(path);
+  options.format =
+      workload.has("format") ? parse_trace_format(workload.string("format")) : detect_trace_format(path);
   options.block_tokens = s.block_tokens;
   options.skip_bad_lines = workload.boolean("skip_bad_lines", false);
   return options;
@@ -43,8 +45,8 @@ WorkloadPlan closed_loop(const ConfigNode& w, const Scenario& s, const std::stri
     if (loaded.empty()) w.child("trace").fail("the trace holds no sessions");
     sessions = make_trace_sessions(std::move(loaded));
   }
-  std::string what = std::to_string(options.concurrency) + " concurrent " + source + " sessions, closed loop, " +
-                     format_duration(options.duration_s);
+  std::string what = std::to_string(options.concurrency) + " concurrent " + source +
+                     " sessions, closed loop, " + format_duration(options.duration_s);
   return {make_closed_loop(std::move(sessions), options), options.duration_s, what};
 }
 
@@ -66,18 +68,20 @@ WorkloadPlan open_loop(const ConfigNode& w, const Scenario& s, const std::string
   }
   std::ostringstream what;
   what << source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
-  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier, what.str()};
+  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
+          what.str()};
 }
 
 }  // namespace
 
 WorkloadPlan build_workload(const Scenario& s) {
   const ConfigNode& w = *s.workload;
-  w.allow_keys({"loop", "source", "agent", "trace", "format", "skip_bad_lines", "sessions", "duration", "rate",
-                "requests"});
+  w.allow_keys({"loop", "source", "agent", "trace", "format", "skip_bad_lines", "sessions", "duration",
+                "rate", "requests"});
   std::string loop = w.string("loop", "closed");
   std::string source = w.string("source", w.has("trace") ? "trace" : "agent");
-  if (source != "agent" && source != "trace") w.child("source").fail("expected agent or trace, got '" + source + "'");
+  if (source != "agent" && source != "trace")
+    w.child("source").fail("expected agent or trace, got '" + source + "'");
   if (loop == "closed") return closed_loop(w, s, source);
   if (loop == "open") return open_loop(w, s, source);
   w.child("loop").fail("expected closed or open, got '" + loop + "'");
