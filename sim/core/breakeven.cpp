@@ -21,14 +21,14 @@ std::vector<LoadPath> load_paths(const HardwareConfig& hw) {
   double gpus = hw.gpu.count;
   double pcie = gpus * hw.pcie_h2d.bandwidth;
   std::vector<LoadPath> paths;
-  paths.push_back({"DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency});
+  paths.push_back({LoadSource::kDram, "DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency});
   if (hw.nvme.drives > 0) {
     double disks = hw.nvme.drives * hw.nvme.read_bandwidth;
     std::string name = hw.nvme.gpudirect ? "NVMe (GPUDirect)" : "NVMe via DRAM";
-    paths.push_back({name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency});
+    paths.push_back({LoadSource::kNvme, name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency});
   }
   if (hw.network.bandwidth > 0) {
-    paths.push_back({"remote pool", std::min(hw.network.bandwidth, pcie), hw.network.latency});
+    paths.push_back({LoadSource::kRemote, "remote pool", std::min(hw.network.bandwidth, pcie), hw.network.latency});
   }
   return paths;
 }

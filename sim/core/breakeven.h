@@ -17,8 +17,12 @@
 
 namespace kvtier {
 
+// Where a cached prefix is loaded from.
+enum class LoadSource { kDram, kNvme, kRemote };
+
 // A path a cached prefix can be loaded over, with its effective bandwidth into the GPUs.
 struct LoadPath {
+  LoadSource source;
   std::string name;  // "DRAM over PCIe", "NVMe via DRAM", ...
   double bandwidth = 0;
   double latency = 0;

@@ -49,7 +49,7 @@ HardwareConfig load_hardware_with(const ConfigNode& root, Scenario& s) {
 
 void parse_instance(const ConfigNode& node, Scenario& s) {
   node.allow_keys({"gpus", "max_batch_tokens", "max_running", "hbm_utilisation", "activation_reserve",
-                   "layerwise_overlap"});
+                   "layerwise_overlap", "load_policy"});
   s.gpus = static_cast<int>(node.integer("gpus", s.hardware.gpu.count));
   if (s.gpus <= 0 || s.gpus > s.hardware.gpu.count) {
     node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
@@ -64,6 +64,11 @@ void parse_instance(const ConfigNode& node, Scenario& s) {
     node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
   s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
   s.layerwise_overlap = node.boolean("layerwise_overlap", false);
+  std::string policy = node.string("load_policy", "always");
+  if (policy != "always" && policy != "breakeven") {
+    node.child("load_policy").fail("expected always or breakeven, got '" + policy + "'");
+  }
+  s.recompute_when_faster = policy == "breakeven";
   double per_gpu = s.hardware.gpu.hbm_capacity * s.hbm_utilisation - s.activation_reserve_bytes;
   s.kv_space_bytes = s.gpus * per_gpu - s.model.weight_bytes();
   if (s.kv_space_bytes <= 0) {

@@ -34,6 +34,7 @@ struct Scenario {
   double hbm_utilisation = 0.9;
   double activation_reserve_bytes = 0;  // per GPU
   bool layerwise_overlap = false;
+  bool recompute_when_faster = false;  // instance.load_policy: breakeven
   double kv_space_bytes = 0;  // derived: HBM for KV across the instance's GPUs
   double dequantize_bytes_per_s = 0;
   double quantize_bytes_per_s = 0;

@@ -15,6 +15,7 @@ struct ServingInstance::Sequence {
   int64_t decoded = 0;        // output tokens produced, the first token included
   std::vector<sg4::CommPtr> loads;
   double load_started_s = 0;
+  std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
 
   bool loading() const { return !loads.empty(); }
   bool prefill_done() const { return prefilled >= request.input_tokens; }
@@ -114,13 +115,34 @@ bool ServingInstance::admit(Sequence& seq) {
     int64_t tokens = std::min(block_tokens, budget);
     r.hit_tokens[hit.tier_of_block[b]] += tokens;
     state_.hits_since_sample[hit.tier_of_block[b]] += tokens;
-    seq.cached_tokens += tokens;
     budget -= tokens;
   }
   state_.input_since_sample += seq.request.input_tokens;
+  choose_loads(seq);
   seq.prefilled = seq.cached_tokens;
   start_transfers(&seq);
   return true;
+}
+
+// Which tiers' hits to load and which to recompute. The cache's state is the same either way (the blocks
+// end up pinned in HBM); only the transfers and the prefill work differ.
+void ServingInstance::choose_loads(Sequence& seq) {
+  const RequestRecord& r = record(seq);
+  int64_t hits = 0;
+  for (int64_t tokens : r.hit_tokens) hits += tokens;
+  seq.recompute_tier.assign(r.hit_tokens.size(), false);
+  seq.cached_tokens = r.hit_tokens[0];
+  for (size_t t = 1; t < r.hit_tokens.size(); ++t) {
+    int64_t tokens = r.hit_tokens[t];
+    if (tokens == 0) continue;
+    if (config_.recompute_when_faster) {
+      const LoadPath& path = config_.tier_load_paths[t];
+      double bytes = static_cast<double>(cache_.tier(static_cast<int>(t)).layout.bytes_per_token() * tokens);
+      double load_s = path.latency + bytes / path.bandwidth;
+      seq.recompute_tier[t] = cost_.prefill_seconds(hits - tokens, tokens) < load_s;
+    }
+    if (!seq.recompute_tier[t]) seq.cached_tokens += tokens;
+  }
 }
 
 // Loads for promotions (`waiter` waits for them), stores for demotions and write-throughs (nobody
@@ -129,6 +151,7 @@ void ServingInstance::start_transfers(Sequence* waiter) {
   std::vector<double> load_bytes(cache_.tier_count(), 0);
   for (const CacheEvent& e : events_->events) {
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
+    if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
     bool converts = cache_.tier(e.from_tier).layout.name != cache_.tier(e.to_tier).layout.name &&
                     (e.from_tier == 0 || e.to_tier == 0);
     if (converts) {

@@ -16,6 +16,7 @@
 #include <simgrid/s4u.hpp>
 #include <vector>
 
+#include "breakeven.h"
 #include "cost_model.h"
 #include "metrics.h"
 #include "platform.h"
@@ -33,6 +34,11 @@ struct InstanceConfig {
   double dequantize_bytes_per_s = 0;  // GPU rate converting a lower tier's layout to HBM's (read + write)
   double quantize_bytes_per_s = 0;
   std::vector<Medium> tier_media;  // where each cache tier lives
+  // Load policy: with recompute_when_faster, a request recomputes the hits of a lower tier whenever
+  // recomputing them would take less time than loading them (the break-even, per request, without
+  // contention); otherwise every hit is loaded, as vLLM with LMCache does.
+  bool recompute_when_faster = false;
+  std::vector<LoadPath> tier_load_paths;  // per tier; tier 0's is unused
 };
 
 // What the sampler reads while the instance runs.
@@ -62,6 +68,7 @@ class ServingInstance {
   void take_arrivals();
   void admit_waiting();
   bool admit(Sequence& seq);
+  void choose_loads(Sequence& seq);
   void start_transfers(Sequence* waiter);
   void finish_loads();
   bool wait_for_work();

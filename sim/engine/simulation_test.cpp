@@ -69,6 +69,12 @@ std::string mooncake_line(int ms, int input, int first_id, int blocks, int extra
          ", \"output_length\": 1, \"hash_ids\": [" + ids + "]}\n";
 }
 
+// Prefill FLOPs of Llama-3.1-8B for `n` new tokens after `cached`, over the H200's or H100's 989 TFLOP/s × 0.57.
+double prefill_by_hand(double cached, double n) {
+  double flops = 2 * 8.03e9 * n + 2.0 * 32 * 256 * 32 * (n * cached + n * (n + 1) / 2);
+  return flops / (989e12 * 0.57);
+}
+
 TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
   // A (16 blocks), then B (20 blocks) evicts A's last 6 blocks to DRAM (30 fit), then C = A + 1 block.
   std::string trace = temp_file("kvtier_sim_ttft.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
@@ -86,11 +92,35 @@ TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
   // Load: 6 blocks × 64 MiB over PCIe (55 GB/s, 2.8 us); DRAM (600 GB/s) is not the bottleneck.
   double load = 2.8e-6 + 6.0 * 512 * 131072 / 55e9;
   // Prefill of the last 512 tokens after 8,192 cached: linear 2 × 8.03e9 per token, attention
-  // 2 × 32 heads × 256 × 32 layers per (query, key) pair, over 989 TFLOP/s × 0.57.
-  double n = 512, cached = 8192;
-  double flops = 2 * 8.03e9 * n + 2.0 * 32 * 256 * 32 * (n * cached + n * (n + 1) / 2);
-  double prefill = flops / (989e12 * 0.57);
-  EXPECT_NEAR(ttft, load + prefill, 1e-6);
+  // 2 × 32 heads × 256 × 32 layers per (query, key) pair.
+  EXPECT_NEAR(ttft, load + prefill_by_hand(8192, 512), 1e-6);
+}
+
+TEST(Simulation, BreakevenPolicyRecomputesWhatTheDiskWouldLoadSlower) {
+  // The same three requests on the H200, whose only lower tier is its 1.1 GB/s disk. 139.8 GiB − 132.03 GB
+  // − 16.06 GB of weights leaves 2.02 GB for KV: 30 blocks.
+  std::string trace = temp_file("kvtier_sim_policy.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
+                                                               mooncake_line(100000, 20 * 512, 100, 20) +
+                                                               mooncake_line(200000, 17 * 512, 1, 16, 17));
+  auto ttft_of_c = [&](const std::string& policy) {
+    std::string yaml = "name: t\nmodel: llama-3.1-8b\nhardware: h200\n"
+                       "instance: {hbm_utilisation: 1.0, activation_reserve: 132.03GB, load_policy: " + policy +
+                       "}\ncache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
+                       "    - {name: nvme, kv: bf16, capacity: 40GiB}\n"
+                       "workload: {loop: open, source: trace, trace: " + trace + "}\n";
+    Scenario s = scenario_from(yaml);
+    EXPECT_EQ(s.tiers[0].capacity_blocks(), 30);
+    std::string out = (std::filesystem::temp_directory_path() / ("kvtier_sim_policy_" + policy)).string();
+    run(s, false, out);
+    return csv_column(out + "/requests.csv", "ttft_s")[2];
+  };
+  // Always load: 6 blocks (3,072 tokens × 128 KiB) from disk, then the last 512 tokens.
+  double load = 20e-6 + 2.8e-6 + 6.0 * 512 * 131072 / 1.1e9;
+  EXPECT_NEAR(ttft_of_c("always"), load + prefill_by_hand(8192, 512), 1e-6);
+  // Break-even: recomputing 3,072 tokens (~0.11 s) beats loading them (0.37 s), so C prefills all but
+  // its 10 HBM blocks.
+  ASSERT_LT(prefill_by_hand(5120, 3072), load);
+  EXPECT_NEAR(ttft_of_c("breakeven"), prefill_by_hand(5120, 3584), 1e-6);
 }
 
 TEST(Simulation, FreeTransfersGiveTheAnalyticHitCounts) {
