@@ -112,6 +112,20 @@ TurboQuantParams turboquant_params(int head_dim, int slot_align, uint32_t rotati
   return params;
 }
 
+namespace {
+
+// The number of (K, V) vectors the spans hold. REQUIRES: their sizes agree; throws otherwise.
+size_t checked_vectors(const TurboQuantParams& params, size_t k_size, size_t v_size, size_t slot_bytes) {
+  const size_t d = static_cast<size_t>(params.head_dim);
+  const size_t vectors = k_size / d;
+  check_size(k_size, vectors * d, "k");
+  check_size(v_size, vectors * d, "v");
+  check_size(slot_bytes, vectors * params.slot_bytes, "slots");
+  return vectors;
+}
+
+}  // namespace
+
 TurboQuantSlotOffsets turboquant_slot_offsets(int head_dim) {
   int packed = head_dim / 2;
   return {0, packed, packed + 2, 2 * packed + 2, 2 * packed + 4, 2 * packed + 6};
@@ -120,10 +134,7 @@ TurboQuantSlotOffsets turboquant_slot_offsets(int head_dim) {
 void turboquant_quantize_reference(const TurboQuantParams& params, std::span<const uint16_t> k,
                                    std::span<const uint16_t> v, std::span<uint8_t> slots) {
   const int d = params.head_dim;
-  const size_t vectors = k.size() / d;
-  check_size(k.size(), vectors * d, "k");
-  check_size(v.size(), vectors * d, "v");
-  check_size(slots.size(), vectors * params.slot_bytes, "slots");
+  const size_t vectors = checked_vectors(params, k.size(), v.size(), slots.size());
   const TurboQuantSlotOffsets at = turboquant_slot_offsets(d);
   std::vector<float> x(d);
   std::vector<uint32_t> nibbles(d);
@@ -159,10 +170,7 @@ void turboquant_quantize_reference(const TurboQuantParams& params, std::span<con
 void turboquant_dequantize_reference(const TurboQuantParams& params, std::span<const uint8_t> slots,
                                      std::span<uint16_t> k, std::span<uint16_t> v) {
   const int d = params.head_dim;
-  const size_t vectors = k.size() / d;
-  check_size(k.size(), vectors * d, "k");
-  check_size(v.size(), vectors * d, "v");
-  check_size(slots.size(), vectors * params.slot_bytes, "slots");
+  const size_t vectors = checked_vectors(params, k.size(), v.size(), slots.size());
   const TurboQuantSlotOffsets at = turboquant_slot_offsets(d);
   const float inverse_d = 1.0f / static_cast<float>(d);
   std::vector<float> x(d);
