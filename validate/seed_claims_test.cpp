@@ -5,7 +5,6 @@
 // ~1.7x less data moved).
 #include <gtest/gtest.h>
 
-#include <future>
 
 #include "embedded_files.h"
 #include "isolated_run.h"
@@ -14,11 +13,10 @@
 namespace kvtier {
 namespace {
 
-nlohmann::json run_variant(const std::vector<Variant>& variants, size_t index) {
+Scenario variant(const Variant& v) {
   ConfigNode root = load_config("amd-seed-minimax-mi355x", "configs/scenarios");
-  for (const auto& [key, value] : variants[index].overrides) root.set(key, value);
-  Scenario scenario = parse_scenario(root);
-  return run_isolated([&] { return simulate(scenario, {}); });
+  for (const auto& [key, value] : v.overrides) root.set(key, value);
+  return parse_scenario(root);
 }
 
 double bytes_moved(const nlohmann::json& summary) {
@@ -32,9 +30,12 @@ double bytes_moved(const nlohmann::json& summary) {
 TEST(SeedClaims, FourBitKvBeatsBf16AtEqualMemory) {
   std::vector<Variant> variants = parse_variants(load_config("amd-seed-minimax-mi355x", "configs/scenarios"));
   ASSERT_EQ(variants.size(), 2u);
-  auto bf16_run = std::async(std::launch::async, [&] { return run_variant(variants, 0); });
-  nlohmann::json quant = run_variant(variants, 1);
-  nlohmann::json bf16 = bf16_run.get();
+  Scenario bf16_scenario = variant(variants[0]), quant_scenario = variant(variants[1]);
+  std::vector<nlohmann::json> runs = run_isolated({[&] { return simulate(bf16_scenario, {}); },
+                                                   [&] { return simulate(quant_scenario, {}); }},
+                                                  2);
+  const nlohmann::json& bf16 = runs[0];
+  const nlohmann::json& quant = runs[1];
 
   double hit_bf16 = bf16["hit_rate_total"], hit_quant = quant["hit_rate_total"];
   EXPECT_GT(hit_quant, hit_bf16 + 0.05) << "the seed: 75.2 % -> 86.8 %";

@@ -3,7 +3,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <future>
 #include <iostream>
 
 #include "commands.h"
@@ -55,20 +54,15 @@ std::vector<PlannedRun> plan(const SimulateOptions& options, ConfigNode& root) {
 }
 
 std::vector<nlohmann::json> run_all(const std::vector<PlannedRun>& runs, const std::string& dir, int jobs) {
-  bool progress = isatty(STDERR_FILENO);
-  std::vector<nlohmann::json> summaries(runs.size());
-  for (size_t first = 0; first < runs.size(); first += jobs) {
-    std::vector<std::future<nlohmann::json>> batch;
-    for (size_t i = first; i < std::min(runs.size(), first + jobs); ++i) {
-      if (progress) std::cerr << "kvtier: simulating " << runs[i].name << " ...\n";
-      SimulationOptions so{dir + "/" + runs[i].name, false};
-      batch.push_back(std::async(std::launch::async, [&runs, i, so] {
-        return run_isolated([&] { return simulate(runs[i].scenario, so); });
-      }));
-    }
-    for (size_t k = 0; k < batch.size(); ++k) summaries[first + k] = batch[k].get();
+  std::vector<Simulation> simulations;
+  for (const PlannedRun& run : runs) {
+    SimulationOptions options{dir + "/" + run.name, false};
+    simulations.push_back([&run, options] { return simulate(run.scenario, options); });
   }
-  return summaries;
+  if (isatty(STDERR_FILENO)) {
+    std::cerr << "kvtier: simulating " << runs.size() << (runs.size() == 1 ? " run" : " variants") << " ...\n";
+  }
+  return run_isolated(simulations, jobs);
 }
 
 // The command as a user would type it again, for summary.json and the report.
