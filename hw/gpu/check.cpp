@@ -21,12 +21,12 @@ int visible_device_count() {
   return count;
 }
 
-int resident_blocks(int threads_per_block) {
-  int device = 0, processors = 0, threads = 0;
+int resident_blocks(const void* kernel, int threads_per_block) {
+  int device = 0, processors = 0, per_processor = 0;
   KVTIER_GPU_CHECK(gpuGetDevice(&device));
   KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&processors, gpuDevAttrMultiProcessorCount, device));
-  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&threads, gpuDevAttrMaxThreadsPerMultiProcessor, device));
-  return processors * std::max(1, threads / threads_per_block);
+  KVTIER_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_processor, kernel, threads_per_block, 0));
+  return processors * std::max(1, per_processor);
 }
 
 std::string current_device_description() {

@@ -30,9 +30,10 @@ void check(gpuError_t code, const char* expression, const char* file, int line);
 // tests can skip cleanly on machines without a GPU.
 int visible_device_count();
 
-// Blocks of `threads_per_block` threads that the current device keeps resident at once (all SMs/CUs):
-// the grid size of a grid-stride kernel that fills the GPU in one wave.
-int resident_blocks(int threads_per_block);
+// Blocks of `kernel` (a __global__ function) with `threads_per_block` threads that the current device
+// keeps resident at once on all SMs/CUs, given the kernel's registers and shared memory: the grid size of
+// a grid-stride kernel that fills the GPU in exactly one wave (a larger grid leaves a partial second wave).
+int resident_blocks(const void* kernel, int threads_per_block);
 
 // "NVIDIA H200 (sm_90, 139.8 GiB)" or "AMD Instinct MI355X (gfx950, ...)" for the current device.
 std::string current_device_description();

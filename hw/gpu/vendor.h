@@ -40,7 +40,7 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
-#define gpuDevAttrMaxThreadsPerMultiProcessor cudaDevAttrMaxThreadsPerMultiProcessor
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuDriverGetVersion cudaDriverGetVersion
@@ -114,7 +114,7 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
-#define gpuDevAttrMaxThreadsPerMultiProcessor hipDeviceAttributeMaxThreadsPerMultiProcessor
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuMemGetInfo hipMemGetInfo
 #define gpuDriverGetVersion hipDriverGetVersion

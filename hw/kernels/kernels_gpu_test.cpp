@@ -203,13 +203,21 @@ TEST_F(GpuKernels, TurboQuantMatchesReferenceBitForBit) {
 }
 
 TEST_F(GpuKernels, Int4GroupMatchesReferenceBitForBit) {
-  for (int g : {8, 32, 128}) {
+  // d = 96: 12 chunks of 8 per row, the dequantize kernel's division path; 100,003 rows: more lanes'
+  // worth of chunks than one wave holds, so the grid-stride rounds and their tails run.
+  struct Case {
+    int d, g;
+    size_t rows;
+  };
+  for (const Case& c : {Case{128, 8, 777}, Case{128, 32, 777}, Case{128, 128, 777}, Case{96, 32, 777},
+                        Case{128, 32, 100003}}) {
+    const int g = c.g;
+    const size_t rows = c.rows;
     Encoding encoding;
     encoding.kind = EncodingKind::kInt4Group;
     encoding.group_size = g;
-    Int4GroupParams params = int4_group_params(128, encoding);
-    const size_t rows = 777;
-    std::vector<uint16_t> x = synthetic_bf16(rows, 128, 50 + g, true);
+    Int4GroupParams params = int4_group_params(c.d, encoding);
+    std::vector<uint16_t> x = synthetic_bf16(rows, c.d, 50 + g, true);
     std::vector<uint8_t> expected(rows * params.record_bytes());
     int4_group_quantize_reference(params, x, expected);
     DeviceBuffer<uint16_t> dx(x.size());
@@ -218,13 +226,13 @@ TEST_F(GpuKernels, Int4GroupMatchesReferenceBitForBit) {
     int4_group_quantize(params, dx.data(), records.data(), rows, nullptr);
     std::vector<uint8_t> got(expected.size());
     records.download(got.data(), got.size());
-    ASSERT_EQ(got, expected) << "quantize, group " << g;
+    ASSERT_EQ(got, expected) << "quantize, d " << c.d << ", group " << g << ", rows " << rows;
 
     std::vector<uint16_t> x_ref(x.size()), x_got(x.size());
     int4_group_dequantize_reference(params, expected, x_ref);
     int4_group_dequantize(params, records.data(), dx.data(), rows, nullptr);
     dx.download(x_got.data(), x_got.size());
-    ASSERT_EQ(x_got, x_ref) << "dequantize, group " << g;
+    ASSERT_EQ(x_got, x_ref) << "dequantize, d " << c.d << ", group " << g << ", rows " << rows;
   }
 }
 

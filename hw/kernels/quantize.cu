@@ -20,10 +20,12 @@
 // slower on the H200 (docs/hw-kernels.md). A value of bf16 is rounded without the NaN case when the
 // stored scale and zero (or norm and codebook) are finite, which rules NaN out.
 //
-// Loops run the same number of rounds on every lane of a 32-thread warp so that shuffles (full mask on
-// CUDA) always see all their partners; lanes past the end compute on a clamped index and store nothing.
-// Nothing depends on the hardware warp width: teams have at most 32 lanes, HIP's 64-lane wavefronts
-// just hold two such warps.
+// Loops run the same number of rounds on every thread of a block so that shuffles (full mask on CUDA)
+// always see all their partners; lanes past the end compute on a clamped index and store nothing. The
+// trip count depends only on blockIdx and gridDim, so the compiler knows it is uniform: counted per
+// warp (threadIdx.x / 32), it was not, and every shuffle came wrapped in convergence code (WARPSYNC,
+// a quarter of the TurboQuant dequantize kernel's instructions). Nothing depends on the hardware warp
+// width: teams have at most 32 lanes, HIP's 64-lane wavefronts just hold two such warps.
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -38,14 +40,17 @@ namespace kvtier::hw {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kWarp = 32;  // the unit whose lanes run loops in lockstep (see above), not the hardware width
+constexpr int kWarp = 32;  // the widest team of lanes that exchange values, not the hardware width
 constexpr int kBucketBits = 11;
 constexpr int kBuckets = 1 << kBucketBits;
-constexpr int kDequantizeElements = 8;  // per lane in the dequantize kernels (see TurboQuantShape)
+constexpr int kQuantizeElements = 16;   // per lane in the TurboQuant quantize kernel (see TurboQuantShape)
+constexpr int kDequantizeElements = 8;  // per lane in the dequantize kernels
 
-// `MaxElements` per lane: 32 for quantize; 8 for dequantize, whose 16-byte stores then coalesce across
-// lanes (a lane writing 64 contiguous bytes leaves every store instruction half-filling 32 sectors).
-template <int D, int MaxElements = 32>
+// `MaxElements` per lane. Quantize: 16; at 32 a thread needed 104 registers, two blocks fitted on an SM
+// and the kernel waited on latency (ncu: 0.47 instructions issued per cycle), which one more shuffle
+// stage of the transform costs less than. Dequantize: 8, whose 16-byte stores then coalesce across lanes
+// (a lane writing 64 contiguous bytes leaves every store instruction half-filling 32 sectors).
+template <int D, int MaxElements>
 struct TurboQuantShape {
   static constexpr int kElements = D / MaxElements > 32 ? D / 32 : (D < MaxElements ? D : MaxElements);
   static constexpr int kLanes = D / kElements;  // per vector
@@ -104,6 +109,11 @@ __device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, u
 __device__ uint32_t affine_nibble_fast(float x, float zero, float inverse) {
   float q = (x - zero) * inverse + 0.5f;
   return min(__float2uint_rz(q), 15u);
+}
+
+// A nibble's value as a float without a conversion instruction: 2^23 + n has n in its low mantissa bits.
+__device__ float nibble_float(uint32_t nibble) {
+  return bits_float(0x4b000000u | nibble) - 8388608.0f;  // exact for n < 2^23
 }
 
 // Writes `bytes` (a multiple of 2) of `words` to `dst`: 8-byte stores when `wide` (dst 8-byte aligned),
@@ -186,6 +196,7 @@ struct CellBucket {
   float next_boundary;
   uint32_t cell;
 };
+static_assert(sizeof(CellBucket) == 8);
 
 // Fills the bucket table of `book` (all threads of the block) and returns, to every thread, whether it
 // reproduces the binary search for every input the kernel can produce: the boundaries ascend and no
@@ -211,28 +222,47 @@ __device__ bool build_cell_table(const TurboQuantCodebook& book, CellBucket* tab
   return __syncthreads_and(valid) != 0;
 }
 
-__device__ uint32_t cell_index(float z, const CellBucket* table, const float* boundaries, bool use_table) {
-  if (!use_table) return codebook_index(boundaries, z);
-  const CellBucket bucket = table[float_bits(z) >> (32 - kBucketBits)];
-  return bucket.cell + (z > bucket.next_boundary ? 1u : 0u);
+// kUseTable is a template argument so that the choice is made once per kernel, not per element.
+template <bool kUseTable>
+__device__ uint32_t cell_index(float z, const CellBucket* table, const float* boundaries) {
+  if constexpr (!kUseTable) {
+    return codebook_index(boundaries, z);
+  } else {
+    const uint2 bucket = reinterpret_cast<const uint2*>(table)[float_bits(z) >> (32 - kBucketBits)];  // one load
+    return bucket.y + (z > bits_float(bucket.x) ? 1u : 0u);
+  }
 }
 
-// Sign-bit masks of this lane's rotation signs, in the word layout of unpack_bf16.
-template <int E>
-__device__ void rotation_flips(uint32_t seed, uint32_t first, uint32_t* flip) {
+// Sign-bit masks of the rotation signs of a whole vector, in the word layout of unpack_bf16 (word j:
+// elements 2j and 2j + 1), built by the block once. Lanes read theirs from shared memory for every
+// vector: kept in registers, the compiler rematerialised the hash of every sign inside the loop (about
+// 11 integer instructions per element, a fifth of the quantize kernel).
+template <int D>
+__device__ void build_rotation_flips(uint32_t seed, uint32_t* flips) {
+  for (int j = threadIdx.x; j < D / 2; j += blockDim.x) {
+    flips[j] = (rotation_sign(seed, 2 * j) < 0.0f ? 0x8000u : 0u) |
+               (rotation_sign(seed, 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
+  }
+}
+
+template <int N>
+__device__ void load_shared_words(const uint32_t* src, uint32_t* words) {
 #pragma unroll
-  for (int j = 0; j < E / 2; ++j) {
-    flip[j] = (rotation_sign(seed, first + 2 * j) < 0.0f ? 0x8000u : 0u) |
-              (rotation_sign(seed, first + 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
+  for (int w = 0; w < N / 4; ++w) {
+    const uint4 word = reinterpret_cast<const uint4*>(src)[w];
+    words[4 * w] = word.x;
+    words[4 * w + 1] = word.y;
+    words[4 * w + 2] = word.z;
+    words[4 * w + 3] = word.w;
   }
 }
 
 // The squared norm in the format's order: 32 reduction lanes summing their run of elements, then a
 // butterfly over reduction-lane distances 16 ... 1. Stages between this lane's own reduction lanes run
 // in registers, the others exchange with lane (l XOR distance / kVirtual).
-template <int D>
+template <int D, int L>
 __device__ float lane_ordered_sum_of_squares(const float* x) {
-  constexpr int kVirtual = kTurboQuantLanes / TurboQuantShape<D>::kLanes;  // reduction lanes per lane
+  constexpr int kVirtual = kTurboQuantLanes / L;  // reduction lanes per lane
   constexpr int kRun = D / kTurboQuantLanes;                               // elements per reduction lane
   float part[kVirtual];
 #pragma unroll
@@ -247,7 +277,7 @@ __device__ float lane_ordered_sum_of_squares(const float* x) {
     if (distance >= kVirtual) {
 #pragma unroll
       for (int r = 0; r < kVirtual; ++r)
-        part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, TurboQuantShape<D>::kLanes);
+        part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, L);
     } else {
 #pragma unroll
       for (int r = 0; r < kVirtual; ++r)
@@ -258,7 +288,8 @@ __device__ float lane_ordered_sum_of_squares(const float* x) {
 }
 
 // The unnormalised Walsh-Hadamard transform of the team's vector: stages below E in registers, longer
-// ones with lane (l XOR h / E). The upper lane of a pair computes partner - own as partner + (-own).
+// ones with lane (l XOR h / E). The upper lane of a pair computes partner - own as fma(own, -1, partner),
+// one instruction and exactly partner + (-own), since own * -1 is exact.
 template <int D, int E>
 __device__ void walsh_hadamard(float* x, int lane) {
   constexpr int kLanes = D / E;
@@ -276,11 +307,11 @@ __device__ void walsh_hadamard(float* x, int lane) {
 #pragma unroll
   for (int h = E; h < D; h <<= 1) {
     const int mask = h / E;
-    const uint32_t negate = (lane & mask) != 0 ? 0x80000000u : 0u;
+    const float sign = (lane & mask) != 0 ? -1.0f : 1.0f;
 #pragma unroll
     for (int i = 0; i < E; ++i) {
       float partner = gpu::shfl_xor(x[i], mask, kLanes);
-      x[i] = partner + bits_float(float_bits(x[i]) ^ negate);
+      x[i] = __fmaf_rn(x[i], sign, partner);
     }
   }
 }
@@ -315,49 +346,46 @@ __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& sc
 // (then no value is NaN).
 template <int E>
 __device__ bool affine_dequantize(const uint32_t* packed, uint16_t scale_h, uint16_t zero_h, float* x) {
-  const float scale = fp16_to_float(scale_h), zero = fp16_to_float(zero_h);
+  const bool finite = (scale_h & 0x7c00u) != 0x7c00u && (zero_h & 0x7c00u) != 0x7c00u;
+  const float scale = finite ? finite_fp16_to_float(scale_h) : fp16_to_float(scale_h);
+  const float zero = finite ? finite_fp16_to_float(zero_h) : fp16_to_float(zero_h);
 #pragma unroll
-  for (int i = 0; i < E; ++i) x[i] = affine_value((packed[i / 8] >> (4 * (i % 8))) & 0xfu, zero, scale);
-  return (scale_h & 0x7c00u) != 0x7c00u && (zero_h & 0x7c00u) != 0x7c00u;
+  for (int i = 0; i < E; ++i) x[i] = nibble_float((packed[i / 8] >> (4 * (i % 8))) & 0xfu) * scale + zero;
+  return finite;
 }
 
-// The first vector (or int4 chunk) of this thread's warp in round 0, and the step between rounds, for
-// loops that every lane of a warp runs the same number of times. `per_lane` lanes share one item.
-struct WarpRounds {
+// The first vector (or int4 chunk) of this block in round 0, and the step between rounds, for loops
+// that every thread of a block runs the same number of times; thread t works on item first + t / lanes.
+struct BlockRounds {
   int64_t first, step;
 };
-__device__ WarpRounds warp_rounds(int lanes_per_item) {
-  const int items_per_warp = kWarp / lanes_per_item;
-  return {(int64_t{blockIdx.x} * (kThreads / kWarp) + threadIdx.x / kWarp) * items_per_warp,
-          int64_t{gridDim.x} * (kThreads / lanes_per_item)};
+__device__ BlockRounds block_rounds(int lanes_per_item) {
+  const int64_t items_per_block = kThreads / lanes_per_item;
+  return {int64_t{blockIdx.x} * items_per_block, int64_t{gridDim.x} * items_per_block};
 }
 
-// k, v: [vectors, D] bf16; slots: [vectors, slot_bytes].
-template <int D>
-__global__ void __launch_bounds__(kThreads)
-    turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
-                               int64_t vectors) {
-  using S = TurboQuantShape<D>;
+// The quantize loop of one lane over its team's vectors, for a cell lookup chosen once per kernel.
+template <int D, bool kUseTable>
+__device__ void turboquant_quantize_vectors(const TurboQuantParams& params, const uint16_t* k, const uint16_t* v,
+                                            uint8_t* slots, int64_t vectors, const CellBucket* cells,
+                                            const float* boundaries, const uint32_t* flips) {
+  using S = TurboQuantShape<D, kQuantizeElements>;
   constexpr int E = S::kElements, L = S::kLanes;
-  __shared__ CellBucket cells[kBuckets];
-  __shared__ float boundaries[15];
-  const bool use_table = build_cell_table(params.codebook, cells, boundaries);
   const int lane = threadIdx.x % L;
-  uint32_t flip[E / 2];  // this lane's rotation signs, the same for every vector
-  rotation_flips<E>(params.rotation_seed, lane * E, flip);
   const uint32_t none[E / 2] = {};
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
-  const WarpRounds rounds = warp_rounds(L);
+  const BlockRounds rounds = block_rounds(L);
   for (int64_t first = rounds.first; first < vectors; first += rounds.step) {
-    const int64_t n = first + (threadIdx.x % kWarp) / L;
+    const int64_t n = first + threadIdx.x / L;
     const bool active = n < vectors;
     const int64_t row = active ? n : vectors - 1;
-    uint32_t k_words[E / 2], v_words[E / 2];
+    uint32_t k_words[E / 2], v_words[E / 2], flip[E / 2];
     load_words<E>(k + row * D + lane * E, k_words);
     load_words<E>(v + row * D + lane * E, v_words);
+    load_shared_words<E / 2>(flips + lane * E / 2, flip);
     float x[E];
     unpack_bf16<E>(k_words, flip, x);  // s * k: the signs do not change the squares
-    const float norm = sqrtf(lane_ordered_sum_of_squares<D>(x));
+    const float norm = sqrtf(lane_ordered_sum_of_squares<D, L>(x));
     walsh_hadamard<D, E>(x, lane);
     const float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;
     uint32_t packed[E / 8];
@@ -366,7 +394,7 @@ __global__ void __launch_bounds__(kThreads)
       packed[w] = 0;
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        packed[w] |= cell_index(x[8 * w + i] * inverse_norm, cells, boundaries, use_table) << (4 * i);
+        packed[w] |= cell_index<kUseTable>(x[8 * w + i] * inverse_norm, cells, boundaries) << (4 * i);
     }
     uint8_t* slot = slots + row * params.slot_bytes;
     if (active) store_run<E / 2>(packed, slot + lane * E / 2, wide);
@@ -391,6 +419,22 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// k, v: [vectors, D] bf16; slots: [vectors, slot_bytes].
+template <int D>
+__global__ void __launch_bounds__(kThreads)
+    turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
+                               int64_t vectors) {
+  __shared__ CellBucket cells[kBuckets];
+  __shared__ float boundaries[15];
+  __shared__ __align__(16) uint32_t flips[D / 2];
+  build_rotation_flips<D>(params.rotation_seed, flips);
+  if (build_cell_table(params.codebook, cells, boundaries)) {  // its barrier also publishes `flips`
+    turboquant_quantize_vectors<D, true>(params, k, v, slots, vectors, cells, boundaries, flips);
+  } else {
+    turboquant_quantize_vectors<D, false>(params, k, v, slots, vectors, cells, boundaries, flips);
+  }
+}
+
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     turboquant_dequantize_kernel(TurboQuantParams params, const uint8_t* slots, uint16_t* k, uint16_t* v,
@@ -402,16 +446,16 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < 16; ++i) bounded = bounded && fabsf(params.codebook.centroids[i]) <= 1e30f;
   for (int b = threadIdx.x; b < 256; b += blockDim.x)
     byte_centroids[b] = make_float2(params.codebook.centroids[b & 15], params.codebook.centroids[b >> 4]);
+  __shared__ __align__(16) uint32_t flips[D / 2];
+  build_rotation_flips<D>(params.rotation_seed, flips);
   __syncthreads();
   const int lane = threadIdx.x % L;
-  uint32_t flip[E / 2];
-  rotation_flips<E>(params.rotation_seed, lane * E, flip);
   const uint32_t none[E / 2] = {};
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
   const float inverse_d = 1.0f / static_cast<float>(D);
-  const WarpRounds rounds = warp_rounds(L);
+  const BlockRounds rounds = block_rounds(L);
   for (int64_t first = rounds.first; first < vectors; first += rounds.step) {
-    const int64_t n = first + (threadIdx.x % kWarp) / L;
+    const int64_t n = first + threadIdx.x / L;
     const bool active = n < vectors;
     const int64_t row = active ? n : vectors - 1;
     const uint8_t* slot = slots + row * params.slot_bytes;
@@ -428,11 +472,14 @@ __global__ void __launch_bounds__(kThreads)
       x[2 * b + 1] = pair.y;
     }
     walsh_hadamard<D, E>(x, lane);
-    const float scale = fp16_to_float(norm_h) * inverse_d;
+    uint32_t flip[E / 2];
+    load_shared_words<E / 2>(flips + lane * E / 2, flip);
+    const bool finite_norm = (norm_h & 0x7c00u) != 0x7c00u;
+    const float scale = (finite_norm ? finite_fp16_to_float(norm_h) : fp16_to_float(norm_h)) * inverse_d;
 #pragma unroll
     for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
     if (!active) continue;
-    store_bf16<E>(x, bounded && (norm_h & 0x7c00u) != 0x7c00u, flip, k + n * D + lane * E);
+    store_bf16<E>(x, bounded && finite_norm, flip, k + n * D + lane * E);
 
     const bool finite = affine_dequantize<E>(v_nibbles, scale_h, zero_h, x);
     store_bf16<E>(x, finite, none, v + n * D + lane * E);
@@ -460,31 +507,15 @@ __device__ void store_nibble_words(const uint32_t* packed, uint32_t* dst) {
   for (int w = 0; w < E / 8; ++w) dst[w] = packed[w];
 }
 
-template <int E>
-__device__ void load_nibble_words(const uint32_t* src, uint32_t* packed) {
-  if constexpr (E == 32) {
-    if (reinterpret_cast<uintptr_t>(src) % 16 == 0) {
-      const uint4 w = *reinterpret_cast<const uint4*>(src);
-      packed[0] = w.x;
-      packed[1] = w.y;
-      packed[2] = w.z;
-      packed[3] = w.w;
-      return;
-    }
-  }
-#pragma unroll
-  for (int w = 0; w < E / 8; ++w) packed[w] = src[w];
-}
-
 // x: [rows, d] bf16; records: [rows, record_bytes]. One lane per chunk of E elements.
 template <int E>
 __global__ void __launch_bounds__(kThreads)
     int4_group_quantize_kernel(Int4GroupParams params, const uint16_t* x, uint8_t* records, uint32_t chunks) {
   const Int4Chunks shape(params, E);
   const uint32_t none[E / 2] = {};
-  const WarpRounds rounds = warp_rounds(1);
+  const BlockRounds rounds = block_rounds(1);
   for (int64_t first = rounds.first; first < chunks; first += rounds.step) {
-    const uint32_t c = static_cast<uint32_t>(first) + threadIdx.x % kWarp;
+    const uint32_t c = static_cast<uint32_t>(first) + threadIdx.x;
     const bool active = c < chunks;
     const uint32_t chunk = active ? c : chunks - 1;
     uint32_t words[E / 2];
@@ -512,24 +543,43 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-template <int E>
+// The dequantize lanes of 8 elements (kDequantizeElements) each take kInt4ChunksPerLane chunks per round,
+// a grid stride apart, and load all of them before computing: with one 4-byte load per lane in flight
+// the kernel waited on memory latency (ncu: 21 cycles between issues).
+constexpr int kInt4ChunksPerLane = 2;
+
+// records: [rows, record_bytes]; x: [rows, d] bf16. kPowerOfTwoRow: d / 8 is a power of two, so the row
+// of a chunk is a shift instead of a division (a dozen instructions on a GPU).
+template <bool kPowerOfTwoRow>
 __global__ void __launch_bounds__(kThreads)
-    int4_group_dequantize_kernel(Int4GroupParams params, const uint8_t* records, uint16_t* x,
-                                 uint32_t chunks) {
+    int4_group_dequantize_kernel(Int4GroupParams params, const uint8_t* __restrict__ records,
+                                 uint16_t* __restrict__ x, uint32_t chunks) {
+  constexpr int E = kDequantizeElements, R = kInt4ChunksPerLane;
   const Int4Chunks shape(params, E);
-  const uint32_t none[E / 2] = {};
-  for (uint32_t chunk = blockIdx.x * kThreads + threadIdx.x; chunk < chunks; chunk += gridDim.x * kThreads) {
-    const uint32_t row = chunk / shape.per_row, in_row = chunk % shape.per_row;
-    const uint8_t* record = records + int64_t{row} * params.record_bytes();
-    const uint32_t* nibbles = reinterpret_cast<const uint32_t*>(record + in_row * (E / 2));
-    uint32_t packed[E / 8];
-    load_nibble_words<E>(nibbles, packed);
-    const uint32_t scale_zero =
-        reinterpret_cast<const uint32_t*>(record + params.row_elements / 2)[in_row / shape.lanes];
-    float value[E];
-    const bool finite = affine_dequantize<E>(packed, static_cast<uint16_t>(scale_zero & 0xffffu),
-                                             static_cast<uint16_t>(scale_zero >> 16), value);
-    store_bf16<E>(value, finite, none, x + int64_t{chunk} * E);
+  const uint32_t row_shift = __ffs(shape.per_row) - 1, group_shift = __ffs(shape.lanes) - 1;
+  const uint32_t record_bytes = params.record_bytes(), scales_at = params.row_elements / 2;
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  for (int64_t first = int64_t{blockIdx.x} * kThreads + threadIdx.x; first < chunks; first += R * stride) {
+    uint32_t nibbles[R], scale_zero[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const uint32_t chunk = static_cast<uint32_t>(min(first + r * stride, int64_t{chunks} - 1));
+      const uint32_t row = kPowerOfTwoRow ? chunk >> row_shift : chunk / shape.per_row;
+      const uint32_t in_row = chunk - row * shape.per_row;
+      const uint8_t* record = records + int64_t{row} * record_bytes;
+      nibbles[r] = reinterpret_cast<const uint32_t*>(record)[in_row];
+      scale_zero[r] = reinterpret_cast<const uint32_t*>(record + scales_at)[in_row >> group_shift];
+    }
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const int64_t chunk = first + r * stride;
+      if (chunk >= chunks) break;
+      float value[E];
+      const bool finite = affine_dequantize<E>(&nibbles[r], static_cast<uint16_t>(scale_zero[r] & 0xffffu),
+                                               static_cast<uint16_t>(scale_zero[r] >> 16), value);
+      const uint32_t none[E / 2] = {};
+      store_bf16<E>(value, finite, none, x + chunk * E);
+    }
   }
 }
 
@@ -540,10 +590,13 @@ void require_aligned(const void* p, uintptr_t alignment, const char* what) {
   }
 }
 
-// Enough blocks for every item, but no more than the GPU holds at once: the kernels stride over the
-// rest, so per-lane setup (cell table, rotation signs) is paid once per resident thread.
+// Enough blocks of `Kernel` for every item, but no more than the GPU holds at once: the kernels stride
+// over the rest, so per-lane setup (cell table, rotation signs) is paid once per resident thread. The
+// count comes from the kernel's own occupancy: at 80 registers a thread only 3 blocks fit on an SM, and
+// a grid sized for 8 would end in a partly idle extra wave.
+template <auto Kernel>
 unsigned blocks_for(int64_t items, int64_t items_per_block) {
-  static const int64_t resident = gpu::resident_blocks(kThreads);
+  static const int64_t resident = gpu::resident_blocks(reinterpret_cast<const void*>(Kernel), kThreads);
   int64_t blocks = (items + items_per_block - 1) / items_per_block;
   return static_cast<unsigned>(blocks < resident ? blocks : resident);
 }
@@ -613,8 +666,9 @@ void turboquant_quantize(const TurboQuantParams& params, const uint16_t* k, cons
   if (vectors <= 0) return;
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
+    constexpr int kLanes = TurboQuantShape<kD, kQuantizeElements>::kLanes;
     turboquant_quantize_kernel<kD>
-        <<<blocks_for(vectors, kThreads / TurboQuantShape<kD>::kLanes), kThreads, 0, stream>>>(
+        <<<blocks_for<turboquant_quantize_kernel<kD>>(vectors, kThreads / kLanes), kThreads, 0, stream>>>(
             params, k, v, slots, vectors);
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_quantize_kernel");
@@ -626,9 +680,10 @@ void turboquant_dequantize(const TurboQuantParams& params, const uint8_t* slots,
   if (vectors <= 0) return;
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
+    constexpr int kLanes = TurboQuantShape<kD, kDequantizeElements>::kLanes;
     turboquant_dequantize_kernel<kD>
-        <<<blocks_for(vectors, kThreads / TurboQuantShape<kD, kDequantizeElements>::kLanes), kThreads, 0,
-           stream>>>(params, slots, k, v, vectors);
+        <<<blocks_for<turboquant_dequantize_kernel<kD>>(vectors, kThreads / kLanes), kThreads, 0, stream>>>(
+            params, slots, k, v, vectors);
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_dequantize_kernel");
 }
@@ -638,8 +693,10 @@ void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8
   const uint32_t chunks = int4_chunks(params, x, records, rows, std::min(params.group_size, 32));
   if (chunks == 0) return;
   with_chunk_elements(params.group_size, [&](auto e) {
-    int4_group_quantize_kernel<decltype(e)::value>
-        <<<blocks_for(chunks, kThreads), kThreads, 0, stream>>>(params, x, records, chunks);
+    constexpr int kE = decltype(e)::value;
+    int4_group_quantize_kernel<kE>
+        <<<blocks_for<int4_group_quantize_kernel<kE>>(chunks, kThreads), kThreads, 0, stream>>>(params, x, records,
+                                                                                                chunks);
   });
   KVTIER_GPU_CHECK_LAUNCH("int4_group_quantize_kernel");
 }
@@ -648,8 +705,17 @@ void int4_group_dequantize(const Int4GroupParams& params, const uint8_t* records
                            gpuStream_t stream) {
   const uint32_t chunks = int4_chunks(params, x, records, rows, kDequantizeElements);
   if (chunks == 0) return;
-  int4_group_dequantize_kernel<kDequantizeElements>
-      <<<blocks_for(chunks, kThreads), kThreads, 0, stream>>>(params, records, x, chunks);
+  const int per_row = params.row_elements / kDequantizeElements;
+  const auto launch = [&](auto kernel, unsigned blocks) {
+    kernel<<<blocks, kThreads, 0, stream>>>(params, records, x, chunks);
+  };
+  constexpr int64_t kChunksPerBlock = kThreads * kInt4ChunksPerLane;
+  if ((per_row & (per_row - 1)) == 0) {
+    launch(int4_group_dequantize_kernel<true>, blocks_for<int4_group_dequantize_kernel<true>>(chunks, kChunksPerBlock));
+  } else {
+    launch(int4_group_dequantize_kernel<false>,
+           blocks_for<int4_group_dequantize_kernel<false>>(chunks, kChunksPerBlock));
+  }
   KVTIER_GPU_CHECK_LAUNCH("int4_group_dequantize_kernel");
 }
 
