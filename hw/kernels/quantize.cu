@@ -3,22 +3,26 @@
 // These kernels move 1.5-2 bytes per element and must run at HBM speed, so each lane works on a run of
 // elements in registers and cross-lane traffic is kept to the minimum the formats' operation order allows.
 //
-// TurboQuant: a team of L = head_dim / E lanes per vector (E = 32 elements per lane; head_dim 32 is one
-// lane), teams stride over the vectors. The format's norm is summed as 32 "virtual lanes" of head_dim / 32
-// elements followed by a butterfly (turboquant.h); a lane holds 32 / L of those virtual lanes, runs the
-// butterfly stages between them in registers and the others through shuffles, in the same order. The
-// Walsh-Hadamard stages below E run in registers, the L - 1 longer ones through shuffles. A codebook
-// cell is found with one shared-memory lookup keyed by the top 11 bits of the float (sign, exponent, two
-// mantissa bits) and one comparison, which equals the reference's binary search whenever no bucket holds
-// two boundaries (checked per block; otherwise the kernel falls back to the search).
+// TurboQuant quantize: a team of L = head_dim / E lanes per vector (E = 16 consecutive elements per
+// lane; head_dim 512 takes a full team of 32 lanes), teams stride over the vectors. The
+// format's norm is summed as 32 "virtual lanes" of head_dim / 32 elements followed by a butterfly
+// (turboquant.h); a lane holds 32 / L of those virtual lanes, runs the butterfly stages between them in
+// registers and the others through shuffles, in the same order. The Walsh-Hadamard stages below E run
+// in registers, the log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
+// lookup keyed by the top 11 bits of the float (sign, exponent, two mantissa bits) and one comparison,
+// which equals the reference's binary search whenever no bucket holds two boundaries (checked per block;
+// otherwise the kernel runs its copy of the loop that uses the search).
+//
+// TurboQuant dequantize: 32 elements per lane in interleaved 8-element chunks (DequantizeLayout), so
+// that the transform needs few shuffles while the lanes' 16-byte stores stay contiguous.
 //
 // int4 quantize: a lane handles min(g, 32) consecutive elements (one to four 16-byte loads), g / 32
-// lanes share a larger group and combine their min/max through shuffles.
+// lanes share a larger group and combine their min/max through shuffles. int4 dequantize: 8 elements
+// per lane (a lane writing 64 contiguous bytes leaves every store instruction half-filling 32 sectors:
+// 30 % slower on the H200), several chunks per lane in flight.
 //
-// Dequantize (both formats) gives each lane 8 elements, so that the lanes' 16-byte stores of one
-// instruction are contiguous: with 64 bytes per lane they half-fill twice as many sectors and ran 30 %
-// slower on the H200 (docs/hw-kernels.md). A value of bf16 is rounded without the NaN case when the
-// stored scale and zero (or norm and codebook) are finite, which rules NaN out.
+// A value of bf16 is rounded without the NaN case when the stored scale and zero (or norm and codebook)
+// are finite, which rules NaN out.
 //
 // Loops run the same number of rounds on every thread of a block so that shuffles (full mask on CUDA)
 // always see all their partners; lanes past the end compute on a clamped index and store nothing. The
@@ -44,12 +48,11 @@ constexpr int kWarp = 32;  // the widest team of lanes that exchange values, not
 constexpr int kBucketBits = 11;
 constexpr int kBuckets = 1 << kBucketBits;
 constexpr int kQuantizeElements = 16;   // per lane in the TurboQuant quantize kernel (see TurboQuantShape)
-constexpr int kDequantizeElements = 8;  // per lane in the dequantize kernels
+constexpr int kDequantizeElements = 8;  // per lane in the int4 dequantize kernel
 
-// `MaxElements` per lane. Quantize: 16; at 32 a thread needed 104 registers, two blocks fitted on an SM
-// and the kernel waited on latency (ncu: 0.47 instructions issued per cycle), which one more shuffle
-// stage of the transform costs less than. Dequantize: 8, whose 16-byte stores then coalesce across lanes
-// (a lane writing 64 contiguous bytes leaves every store instruction half-filling 32 sectors).
+// The quantize lanes' layout: `MaxElements` consecutive elements per lane (16; at 32 a thread needed
+// 104 registers, two blocks fitted on an SM and the kernel waited on latency, ncu: 0.47 instructions
+// issued per cycle, which one more shuffle stage of the transform costs less than).
 template <int D, int MaxElements>
 struct TurboQuantShape {
   static constexpr int kElements = D / MaxElements > 32 ? D / 32 : (D < MaxElements ? D : MaxElements);
@@ -388,16 +391,14 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     const float norm = sqrtf(lane_ordered_sum_of_squares<D, L>(x));
     walsh_hadamard<D, E>(x, lane);
     const float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;
-    uint32_t packed[E / 8];
+    uint32_t k_packed[E / 8];
 #pragma unroll
     for (int w = 0; w < E / 8; ++w) {
-      packed[w] = 0;
+      k_packed[w] = 0;
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        packed[w] |= cell_index<kUseTable>(x[8 * w + i] * inverse_norm, cells, boundaries) << (4 * i);
+        k_packed[w] |= cell_index<kUseTable>(x[8 * w + i] * inverse_norm, cells, boundaries) << (4 * i);
     }
-    uint8_t* slot = slots + row * params.slot_bytes;
-    if (active) store_run<E / 2>(packed, slot + lane * E / 2, wide);
 
     unpack_bf16<E>(v_words, none, x);
     float lo, hi;
@@ -407,9 +408,14 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
       hi = fmaxf(hi, gpu::shfl_xor(hi, distance, L));
     }
     uint16_t scale_h, zero_h;
-    affine_quantize<E>(x, lo, hi, scale_h, zero_h, packed);
+    uint32_t v_packed[E / 8];
+    affine_quantize<E>(x, lo, hi, scale_h, zero_h, v_packed);
+    // Stores only after the last shuffle: a shuffle after a branch on `active` came wrapped in
+    // convergence code.
     if (!active) continue;
-    store_run_u16<E / 2>(packed, slot + D / 2 + 2 + lane * E / 2, wide);
+    uint8_t* slot = slots + row * params.slot_bytes;
+    store_run<E / 2>(k_packed, slot + lane * E / 2, wide);
+    store_run_u16<E / 2>(v_packed, slot + D / 2 + 2 + lane * E / 2, wide);
     if (lane == 0) store_fp16(slot + D / 2, float_to_fp16(norm), wide);
     if (lane == L - 1) {
       store_fp16(slot + D + 2, scale_h, wide);
@@ -435,12 +441,52 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The dequantize lanes' layout: a vector is D / 8 chunks of 8 elements, and lane l of a team of L holds
+// chunks l, l + L, l + 2L, ... (J = 32 / 8 of them; all of a vector when D = 32). For each j the team's
+// 16-byte stores are contiguous, so they coalesce as with 8 elements per lane, while the transform keeps
+// 32 elements in registers: only log2(L) of its stages go through shuffles (two at D = 128, not four).
+template <int D>
+struct DequantizeLayout {
+  static constexpr int kChunk = 8;
+  static constexpr int kElements = D < 32 ? D : 32;  // per lane
+  static constexpr int kChunks = kElements / kChunk;  // J
+  static constexpr int kLanes = D / kElements;         // L
+};
+
+// The unnormalised Walsh-Hadamard transform in the DequantizeLayout, stage by stage in the reference's
+// order: distances below 8 inside a chunk, 8 to 4L through shuffles with lane (l XOR h / 8), longer ones
+// between a lane's chunks. The upper element of a pair gets partner - own, as fma(own, -1, partner).
+template <int D>
+__device__ void walsh_hadamard_interleaved(float* x, int lane) {
+  using Layout = DequantizeLayout<D>;
+  constexpr int E = Layout::kElements, C = Layout::kChunk, L = Layout::kLanes;
+#pragma unroll
+  for (int h = 1; h < D; h <<= 1) {
+    if (h >= C && h < C * L) {
+      const int mask = h / C;
+      const float sign = (lane & mask) != 0 ? -1.0f : 1.0f;
+#pragma unroll
+      for (int i = 0; i < E; ++i) x[i] = __fmaf_rn(x[i], sign, gpu::shfl_xor(x[i], mask, L));
+      continue;
+    }
+    const int step = h < C ? h : h / L;  // the register distance of element distance h
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      if ((i & step) == 0) {
+        const float a = x[i], b = x[i + step];
+        x[i] = a + b;
+        x[i + step] = a - b;
+      }
+    }
+  }
+}
+
 template <int D>
 __global__ void __launch_bounds__(kThreads)
     turboquant_dequantize_kernel(TurboQuantParams params, const uint8_t* slots, uint16_t* k, uint16_t* v,
                                  int64_t vectors) {
-  using S = TurboQuantShape<D, kDequantizeElements>;
-  constexpr int E = S::kElements, L = S::kLanes;
+  using Layout = DequantizeLayout<D>;
+  constexpr int E = Layout::kElements, C = Layout::kChunk, J = Layout::kChunks, L = Layout::kLanes;
   __shared__ float2 byte_centroids[256];  // the centroids of a byte's low and high nibble
   bool bounded = true;                    // every centroid finite and small: no product below overflows
   for (int i = 0; i < 16; ++i) bounded = bounded && fabsf(params.codebook.centroids[i]) <= 1e30f;
@@ -450,7 +496,7 @@ __global__ void __launch_bounds__(kThreads)
   build_rotation_flips<D>(params.rotation_seed, flips);
   __syncthreads();
   const int lane = threadIdx.x % L;
-  const uint32_t none[E / 2] = {};
+  const uint32_t none[C / 2] = {};
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
   const float inverse_d = 1.0f / static_cast<float>(D);
   const BlockRounds rounds = block_rounds(L);
@@ -459,9 +505,13 @@ __global__ void __launch_bounds__(kThreads)
     const bool active = n < vectors;
     const int64_t row = active ? n : vectors - 1;
     const uint8_t* slot = slots + row * params.slot_bytes;
-    uint32_t k_nibbles[E / 8], v_nibbles[E / 8];
-    load_run<E / 2>(slot + lane * E / 2, k_nibbles, wide);
-    load_run_u16<E / 2>(slot + D / 2 + 2 + lane * E / 2, v_nibbles, wide);
+    uint32_t k_nibbles[J], v_nibbles[J];
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int chunk = j * L + lane;
+      load_run<C / 2>(slot + chunk * C / 2, &k_nibbles[j], wide);
+      load_run_u16<C / 2>(slot + D / 2 + 2 + chunk * C / 2, &v_nibbles[j], wide);
+    }
     const uint16_t norm_h = load_fp16(slot + D / 2, wide);
     const uint16_t scale_h = load_fp16(slot + D + 2, wide), zero_h = load_fp16(slot + D + 4, wide);
     float x[E];
@@ -471,18 +521,22 @@ __global__ void __launch_bounds__(kThreads)
       x[2 * b] = pair.x;
       x[2 * b + 1] = pair.y;
     }
-    walsh_hadamard<D, E>(x, lane);
-    uint32_t flip[E / 2];
-    load_shared_words<E / 2>(flips + lane * E / 2, flip);
+    walsh_hadamard_interleaved<D>(x, lane);
     const bool finite_norm = (norm_h & 0x7c00u) != 0x7c00u;
     const float scale = (finite_norm ? finite_fp16_to_float(norm_h) : fp16_to_float(norm_h)) * inverse_d;
 #pragma unroll
     for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
     if (!active) continue;
-    store_bf16<E>(x, bounded && finite_norm, flip, k + n * D + lane * E);
-
+#pragma unroll
+    for (int j = 0; j < J; ++j) {
+      const int chunk = j * L + lane;
+      uint32_t flip[C / 2];
+      load_shared_words<C / 2>(flips + chunk * C / 2, flip);
+      store_bf16<C>(x + j * C, bounded && finite_norm, flip, k + n * D + chunk * C);
+    }
     const bool finite = affine_dequantize<E>(v_nibbles, scale_h, zero_h, x);
-    store_bf16<E>(x, finite, none, v + n * D + lane * E);
+#pragma unroll
+    for (int j = 0; j < J; ++j) store_bf16<C>(x + j * C, finite, none, v + n * D + (j * L + lane) * C);
   }
 }
 
@@ -546,7 +600,7 @@ __global__ void __launch_bounds__(kThreads)
 // The dequantize lanes of 8 elements (kDequantizeElements) each take kInt4ChunksPerLane chunks per round,
 // a grid stride apart, and load all of them before computing: with one 4-byte load per lane in flight
 // the kernel waited on memory latency (ncu: 21 cycles between issues).
-constexpr int kInt4ChunksPerLane = 2;
+constexpr int kInt4ChunksPerLane = 4;
 
 // records: [rows, record_bytes]; x: [rows, d] bf16. kPowerOfTwoRow: d / 8 is a power of two, so the row
 // of a chunk is a shift instead of a division (a dozen instructions on a GPU).
@@ -680,7 +734,7 @@ void turboquant_dequantize(const TurboQuantParams& params, const uint8_t* slots,
   if (vectors <= 0) return;
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    constexpr int kLanes = TurboQuantShape<kD, kDequantizeElements>::kLanes;
+    constexpr int kLanes = DequantizeLayout<kD>::kLanes;
     turboquant_dequantize_kernel<kD>
         <<<blocks_for<turboquant_dequantize_kernel<kD>>(vectors, kThreads / kLanes), kThreads, 0, stream>>>(
             params, slots, k, v, vectors);
