@@ -1,0 +1,23 @@
+#include "gpu_device_pages.h"
+
+#include "gpu_memory.h"
+
+namespace kvtier::hw {
+
+GpuDevicePages::GpuDevicePages(std::span<const int64_t> page_bytes, int64_t pages)
+    : cache_(page_bytes, pages),
+      engine_(cache_, {.host_pitch = round_up_to_io(static_cast<uint64_t>(cache_.staged_page_bytes()))}) {}
+
+MemoryRegion GpuDevicePages::allocate_host(uint64_t bytes) const {
+  return allocate_pinned_region(bytes);
+}
+
+void GpuDevicePages::offload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) {
+  engine_.offload(pages, host_pages);
+}
+
+void GpuDevicePages::reload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) {
+  engine_.reload(pages, host_pages);
+}
+
+}  // namespace kvtier::hw

@@ -1,0 +1,169 @@
+// The hardware mode's tiered KV store with its placement taken from the shared cache model.
+//
+// TieredStore owns a TieredCache (sim/cache) of one to three tiers: tier 0 is HBM (DevicePages), tier 1
+// pinned DRAM (a pool of host pages), tier 2 NVMe (NvmeStore, keyed by block id). Capacities, policies,
+// inclusive/exclusive placement, write-through and admission filters come from the TierSpecs; the store
+// keeps, per tier, which slot holds which block, and turns the cache's events into copies:
+//   place           an HBM page for a block prefill computes (the caller writes it)
+//   promote 1->0    DRAM page -> HBM page (reload)          promote 2->0   NVMe -> staging page -> HBM
+//   demote 0->1     HBM -> DRAM page (offload)              demote 1->2    DRAM page -> NVMe (put)
+//   demote 0->2     HBM -> staging page -> NVMe             write_through  the same copies, source kept
+//   drop            the slot is freed (an NVMe key erased)
+// A move out of an exclusive tier frees the source. Copies are batched (transfer_batch.h explains the
+// order and when a batch must run before the next copy joins it) and run before admit() returns.
+//
+// Every tier stores the same bytes: the store does not quantize on offload, so all tiers need tier 0's
+// layout. A request's hits are observed from where the store holds the bytes, and checked against the
+// cache's own prefix (they cannot differ unless the store is broken: a std::logic_error).
+//
+// Failures: a copy that fails (a full or broken disk, a corrupt block) throws StoreError from admit() or
+// release(). The batch it belonged to is undone, so every block still has its bytes where the store says
+// (resident_tier(), read_block()), and nothing stored before is lost; but the cache model cannot be
+// rolled back, so the store is failed() from then on and refuses further admits and releases.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "batched_slots.h"
+#include "device_pages.h"
+#include "nvme_store.h"
+#include "store_error.h"
+#include "tiered_cache.h"
+#include "transfer_batch.h"
+
+namespace kvtier::hw {
+
+inline constexpr int kHbmTier = 0;
+inline constexpr int kDramTier = 1;
+inline constexpr int kNvmeTier = 2;
+
+// What admit() did for one request.
+class StoreAdmission {
+ public:
+  bool admitted = false;
+  std::vector<int64_t> hbm_pages;  // per block of the request, in chain order: the HBM page holding it
+  // Per block: where its bytes came from. -1: placed, the page holds no KV yet and the caller computes it;
+  // 0: already in HBM; 1: promoted from DRAM; 2: promoted from NVMe.
+  std::vector<int> source_tier;
+  int64_t hit_blocks = 0;             // the leading run of blocks held in some tier
+  std::vector<int64_t> hits_by_tier;  // of those, how many the fastest holding tier is t
+  double transfer_seconds = 0;        // wall time of this admit's copies
+
+ private:
+  friend class TieredStore;
+  Admission cache_admission_;
+  std::vector<uint64_t> placed_;
+  std::vector<CacheEvent> deferred_;  // write-through copies of placed blocks: made at release
+};
+
+// Headroom for batching. A slot freed in a batch is reused only after the batch ran (batched_slots.h),
+// so a full tier whose evictions cascade (X: HBM -> DRAM pushes Y: DRAM -> NVMe) would run one batch per
+// block; spare slots let that many cascades share a batch. HBM's spare pages are the device's pages
+// beyond tier 0's capacity, NVMe's the store's slots beyond tier 2's; DRAM's are allocated here.
+struct TieredStoreOptions {
+  int64_t staging_pages = 64;      // host pages for copies between HBM and NVMe
+  int64_t spare_dram_pages = 64;   // DRAM pages beyond tier 1's capacity
+};
+
+class TieredStore {
+ public:
+  // REQUIRES (else StoreError kBadRequest): 1 to 3 tiers, each storing device.page_bytes() per block;
+  // device.page_count() >= tier 0's capacity; `nvme` given exactly when there is a third tier.
+  TieredStore(std::vector<TierSpec> tiers, DevicePages& device, std::unique_ptr<NvmeStore> nvme,
+              TieredStoreOptions options = {});
+  TieredStore(const TieredStore&) = delete;
+  TieredStore& operator=(const TieredStore&) = delete;
+
+  // The request starts: every block ends up in an HBM page, pinned. admitted is false, and nothing
+  // changed, when tier 0 cannot hold the request next to the blocks pinned already. Placed pages must be
+  // written before release(); a request must not read a block another unreleased request placed.
+  StoreAdmission admit(std::span<const uint64_t> block_ids);
+  // The request ends; its placed pages hold their KV. Makes their write-through copies and unpins.
+  void release(StoreAdmission& admission);
+
+  // The fastest tier holding the block's bytes, -1 for none.
+  int resident_tier(uint64_t block) const;
+  // Copies the block's bytes (page_bytes()) from its fastest tier into `out`; false when no tier holds
+  // it. Works on a failed store too. REQUIRES: out.size() >= page_bytes().
+  bool read_block(uint64_t block, std::span<std::byte> out);
+
+  uint64_t page_bytes() const { return device_.page_bytes(); }
+  const TieredCache& cache() const { return cache_; }
+  const TransferTotals& transfers() const { return totals_; }
+  int64_t batches() const { return batches_; }  // batches that copied something
+  bool failed() const { return failure_.has_value(); }
+
+ private:
+  class EventLog : public CacheEventSink {
+   public:
+    void on_event(const CacheEvent& event) override { events.push_back(event); }
+    std::vector<CacheEvent> events;
+  };
+  struct MapChange {  // for undoing a failed batch
+    int tier;
+    uint64_t block;
+    std::optional<uint64_t> before;
+  };
+  // A host page set aside for one kind of use: DRAM tier pages or staging pages.
+  struct HostPages {
+    HostPages(const DevicePages& device, int64_t count);
+    std::byte* page(uint64_t index) const { return memory.data() + index * pitch; }
+    uint64_t pitch;
+    MemoryRegion memory;
+    BatchedSlots slots;
+  };
+  // Where a copy down reads a block: a host page when it has one, else its HBM page.
+  struct CopySource {
+    std::byte* host = nullptr;
+    int64_t hbm_page = -1;
+  };
+
+  static void check_tiers(const std::vector<TierSpec>& tiers, const DevicePages& device,
+                          const TieredStoreOptions& options);
+  void observe_residency(std::span<const uint64_t> block_ids, StoreAdmission& out) const;
+  void check_against_cache(const PrefixHit& prefix, const StoreAdmission& out) const;
+  void fill_pages(std::span<const uint64_t> block_ids, StoreAdmission& out) const;
+  void throw_if_failed() const;
+
+  // tiered_store_plan.cpp: cache events -> slots and copies.
+  void apply(const CacheEvent& event, StoreAdmission* admission);
+  void place(uint64_t block, StoreAdmission& admission);
+  void promote(uint64_t block, int from);
+  void copy_down(uint64_t block, int from, int to, bool keep_source);
+  CopySource copy_source(uint64_t block, int from) const;
+  bool copy_conflicts(uint64_t block, const CopySource& source, int to) const;
+  void ensure_free(bool hbm, bool dram, bool staging, bool nvme_put);
+  static uint64_t take(BatchedSlots& slots);
+  uint64_t take_staging();
+  uint64_t slot(int tier, uint64_t block) const;
+  void map(int tier, uint64_t block, uint64_t slot);
+  void unmap(int tier, uint64_t block);
+  void flush();
+  void roll_back();
+
+  TieredCache cache_;
+  EventLog log_;
+  DevicePages& device_;
+  std::unique_ptr<NvmeStore> nvme_;
+  BatchedSlots hbm_;
+  HostPages dram_;
+  HostPages staging_;
+  std::unordered_map<uint64_t, uint64_t> slot_of_[3];  // HBM page, DRAM page index, NVMe key
+  TransferBatch batch_;
+  std::vector<MapChange> journal_;
+  std::unordered_map<uint64_t, std::byte*> arriving_;  // block -> host page a pending reload copies
+  std::unordered_set<uint64_t> awaiting_kv_;           // placed by a request not released yet
+  TransferTotals totals_{};
+  double batch_seconds_ = 0;  // copies since the current admit or release began
+  int64_t batches_ = 0;
+  std::optional<StoreError> failure_;
+};
+
+}  // namespace kvtier::hw

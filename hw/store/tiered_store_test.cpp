@@ -1,0 +1,113 @@
+// TieredStore on the CPU reference (HostMemoryPages) with a real NVMe store in a temp directory: data
+// integrity through the tiers and hit counts equal to the plain cache model's, request by request.
+#include "tiered_store.h"
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "host_memory_pages.h"
+#include "tiered_store_test_support.h"
+
+namespace kvtier::hw {
+namespace {
+
+using namespace testing;
+
+class TieredStoreConfigTest : public ::testing::TestWithParam<TierConfig> {};
+
+TEST_P(TieredStoreConfigTest, EveryBlockReadsBackAndHitsMatchTheCacheModel) {
+  const TierConfig& config = GetParam();
+  ScratchDirectory dir(config.name);
+  HostMemoryPages device(config.tiers[0].capacity_blocks() + kSpare, kPageBytes);
+  TieredStore store(config.tiers, device, nvme_for(config.tiers, dir, kPageBytes), kTestOptions);
+  const auto requests = kvtier::testing::random_requests(400, 8, 9, 17);
+  const ReplayTotals totals = replay_and_check(store, device, config.tiers, requests);
+  EXPECT_EQ(totals.requests, 400);
+  EXPECT_GT(totals.hits_by_tier[1], 0) << "no hit came from DRAM: the capacities are too large to test much";
+  const int last = static_cast<int>(config.tiers.size()) - 1;
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kDrop, last, -1), 0) << "nothing left the hierarchy";
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, TieredStoreConfigTest, ::testing::ValuesIn(tier_configs(10, 14, 20)),
+                         [](const auto& info) { return info.param.name; });
+
+// The basic three-tier hierarchy exercises every path: demotions to NVMe, promotions from both tiers,
+// drops, and more than one copy per batch.
+TEST(TieredStore, InclusiveHierarchyMovesBlocksAlongEveryPath) {
+  const std::vector<TierSpec> tiers = tier_configs(10, 14, 20)[0].tiers;
+  ScratchDirectory dir("paths");
+  HostMemoryPages device(10 + kSpare, kPageBytes);
+  TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
+  const ReplayTotals totals = replay_and_check(store, device, tiers, kvtier::testing::random_requests(400, 8, 9, 17));
+  EXPECT_GT(totals.hits_by_tier[2], 0);
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kDemote, 0, 1), 0);
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kDemote, 1, 2), 0);
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kPromote, 1, 0), 0);
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kPromote, 2, 0), 0);
+  EXPECT_GT(flow_blocks(store, CacheEventKind::kDrop, 2, -1), 0);
+  const TransferTotals& moved = store.transfers();
+  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmePut)].blocks, flow_blocks(store, CacheEventKind::kDemote, 1, 2));
+  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmeGet)].blocks, flow_blocks(store, CacheEventKind::kPromote, 2, 0));
+  int64_t copies = 0;
+  for (const PathTotals& path : moved) copies += path.blocks;
+  EXPECT_LT(store.batches() * 2, copies) << "copies should travel in batches, not one by one";
+}
+
+// The shared Mooncake sample's reuse distances are long: hits from DRAM need most of its 2,000 requests.
+TEST(TieredStore, MooncakeSampleReadsBackAndMatchesTheCacheModel) {
+  const std::vector<Request> requests = mooncake_slice(2000);
+  if (requests.empty()) GTEST_SKIP() << "../shared/traces/mooncake-conversation-first2000.jsonl is absent";
+  const auto configs = tier_configs(48, 512, 1536);
+  for (const TierConfig& config : {configs[1], configs[3]}) {  // exclusive, DRAM written through
+    SCOPED_TRACE(config.name);
+    ScratchDirectory dir("mooncake-" + config.name);
+    HostMemoryPages device(48 + kSpare, kPageBytes);
+    TieredStore store(config.tiers, device, nvme_for(config.tiers, dir, kPageBytes), kTestOptions);
+    const ReplayTotals totals = replay_and_check(store, device, config.tiers, requests, 200);
+    EXPECT_EQ(totals.requests, 2000);
+    std::cout << config.name << ": hits HBM " << totals.hits_by_tier[0] << ", DRAM " << totals.hits_by_tier[1]
+              << ", NVMe " << totals.hits_by_tier[2] << "\n";
+    EXPECT_GT(totals.hits_by_tier[1], 0);
+    EXPECT_GT(totals.hits_by_tier[2], 0);
+  }
+}
+
+// A request as long as HBM after HBM filled with other blocks: every old block is offloaded in one
+// batched call, not one call per page.
+TEST(TieredStore, EvictionsOfOneAdmitTravelInOneBatch) {
+  class CountingPages : public HostMemoryPages {
+   public:
+    using HostMemoryPages::HostMemoryPages;
+    void offload(std::span<const int64_t> pages, std::span<std::byte* const> hosts) override {
+      ++offload_calls;
+      HostMemoryPages::offload(pages, hosts);
+    }
+    int offload_calls = 0;
+  };
+  const std::vector<TierSpec> tiers{tier("hbm", 16), tier("dram", 32)};
+  CountingPages device(16, kPageBytes);
+  TieredStore store(tiers, device, nullptr);
+  std::vector<uint64_t> first, second;
+  for (uint64_t i = 0; i < 16; ++i) {
+    first.push_back(100 + i);
+    second.push_back(200 + i);
+  }
+  StoreAdmission a = store.admit(first);
+  store.release(a);
+  StoreAdmission b = store.admit(second);
+  EXPECT_EQ(flow_blocks(store, CacheEventKind::kDemote, 0, 1), 16);
+  EXPECT_EQ(device.offload_calls, 1);
+  store.release(b);
+}
+
+TEST(TieredStore, RejectsTiersItCannotBack) {
+  HostMemoryPages device(8, kPageBytes);
+  // A 4-bit DRAM tier would need quantization on offload, which the store does not do.
+  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8, kBytesPerToken / 4)}, device, nullptr), StoreError);
+  EXPECT_THROW(TieredStore({tier("hbm", 9)}, device, nullptr), StoreError);  // more blocks than pages
+  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8), tier("nvme", 8)}, device, nullptr), StoreError);
+}
+
+}  // namespace
+}  // namespace kvtier::hw

@@ -1,0 +1,190 @@
+// What the TieredStore tests share, on the CPU reference and on a GPU: tier configurations, request
+// sequences, and the replay that checks data integrity and hit counts after every request.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "block_pattern.h"
+#include "cache_test_support.h"
+#include "store_error.h"
+#include "tiered_store.h"
+#include "trace_reader.h"
+
+namespace kvtier::hw::testing {
+
+using kvtier::testing::make_tier;
+
+// 4-token blocks of 1,000 bytes per token: 4,000-byte pages, not a multiple of 4 KiB (padded host pages).
+inline constexpr int64_t kBytesPerToken = 1000;
+inline constexpr uint64_t kPageBytes = 4 * kBytesPerToken;
+
+struct TierConfig {
+  std::string name;
+  std::vector<TierSpec> tiers;
+};
+
+inline TierSpec tier(std::string name, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
+  return make_tier(std::move(name), blocks, PolicyKind::kLru, bytes_per_token);
+}
+
+// HBM, DRAM and NVMe small enough that every request evicts, under the tier rules that change which
+// copies happen: inclusive and exclusive placement, write-through, admission filters, prefix-aware
+// eviction, promotion without keeping the block, other policies, two tiers.
+inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t nvme,
+                                            int64_t bytes_per_token = kBytesPerToken) {
+  const auto three = [&] {
+    return std::vector<TierSpec>{tier("hbm", hbm, bytes_per_token), tier("dram", dram, bytes_per_token),
+                                 tier("nvme", nvme, bytes_per_token)};
+  };
+  std::vector<TierConfig> configs;
+  configs.push_back({"inclusive_lru", three()});
+  auto exclusive = three();
+  exclusive[1].placement = exclusive[2].placement = Placement::kExclusive;
+  configs.push_back({"exclusive", exclusive});
+  auto filtered = three();  // the NVMe seed: exclusive DRAM, NVMe only for blocks seen twice
+  filtered[1].placement = Placement::kExclusive;
+  filtered[2].admit_after = 2;
+  configs.push_back({"nvme_admit_after_2", filtered});
+  auto through = three();
+  through[1].write = WriteMode::kThrough;
+  configs.push_back({"dram_write_through", through});
+  auto all_through = three();
+  all_through[1].write = all_through[2].write = WriteMode::kThrough;
+  configs.push_back({"all_write_through", all_through});
+  auto prefix_aware = three();
+  for (TierSpec& t : prefix_aware) t.prefix_aware = true;
+  prefix_aware[0].policy = PolicyKind::kArc;
+  prefix_aware[1].policy = PolicyKind::kS3Fifo;
+  prefix_aware[2].policy = PolicyKind::kLfu;
+  configs.push_back({"prefix_aware_mixed_policies", prefix_aware});
+  auto transient = three();
+  transient[1].promote_on_hit = false;
+  configs.push_back({"dram_no_promote_on_hit", transient});
+  configs.push_back({"hbm_dram", {tier("hbm", hbm, bytes_per_token), tier("dram", dram, bytes_per_token)}});
+  return configs;
+}
+
+// A fresh directory for the NVMe store's file under the system temp directory.
+class ScratchDirectory {
+ public:
+  explicit ScratchDirectory(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / ("kvtier-tiered-" + std::to_string(::getpid()) + "-" + name)) {
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDirectory() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// O_DIRECT where the file system allows it, else buffered I/O (tmpfs).
+inline std::unique_ptr<NvmeStore> open_nvme(const std::string& path, const NvmeStoreOptions& options) {
+  try {
+    return NvmeStore::create(path, options, IoMode::kDirect);
+  } catch (const StoreError&) {
+    std::filesystem::remove(path);
+    return NvmeStore::create(path, options, IoMode::kBuffered);
+  }
+}
+
+// Spare HBM pages and NVMe slots beyond the tiers' capacities, and spare DRAM pages: room for batching.
+inline constexpr int64_t kSpare = 8;
+
+inline std::unique_ptr<NvmeStore> nvme_for(const std::vector<TierSpec>& tiers, const ScratchDirectory& dir,
+                                           uint64_t page_bytes) {
+  if (tiers.size() < 3) return nullptr;
+  return open_nvme(dir.file("nvme.store"),
+                   {.block_bytes = page_bytes, .capacity_blocks = static_cast<uint64_t>(tiers[2].capacity_blocks() + kSpare)});
+}
+
+inline constexpr TieredStoreOptions kTestOptions{.staging_pages = 4, .spare_dram_pages = kSpare};
+
+// The first `count` requests of the shared Mooncake sample; empty when ../shared is absent.
+inline std::vector<Request> mooncake_slice(int64_t count) {
+  const std::string path = "../shared/traces/mooncake-conversation-first2000.jsonl";
+  std::vector<Request> requests;
+  if (!std::filesystem::exists(path)) return requests;
+  auto stream = open_trace(path, TraceReadOptions{});
+  Request request;
+  while (static_cast<int64_t>(requests.size()) < count && stream->next(request)) requests.push_back(request);
+  return requests;
+}
+
+// Every block the store holds, anywhere, reads back with exactly its pattern. Returns false on the first
+// that does not.
+template <typename Blocks>
+bool expect_every_resident_block_intact(TieredStore& store, const Blocks& known_blocks) {
+  std::vector<std::byte> buffer(store.page_bytes());
+  for (uint64_t block : known_blocks) {
+    if (store.resident_tier(block) < 0) continue;
+    const bool intact = store.read_block(block, buffer) && has_block_pattern(block, buffer);
+    EXPECT_TRUE(intact) << "block " << block << " in tier " << store.resident_tier(block) << " lost its bytes";
+    if (!intact) return false;
+  }
+  return true;
+}
+
+struct ReplayTotals {
+  int64_t requests = 0;
+  std::vector<int64_t> hits_by_tier;
+};
+
+// Replays `requests` through the store and through a plain TieredCache of the same tiers, admit and
+// release one request at a time (the fast hit-rate mode's rule: a request longer than HBM keeps its
+// first capacity-many blocks). After every admit: every block of the request reads back from its HBM
+// page with exactly its pattern (placed blocks get theirs written first, as prefill would), and the
+// hits per tier equal the plain cache's. Every `full_check_every` requests, every block the store holds
+// anywhere is read back too.
+inline ReplayTotals replay_and_check(TieredStore& store, DevicePages& device, const std::vector<TierSpec>& tiers,
+                                     const std::vector<Request>& requests, int full_check_every = 10) {
+  TieredCache reference(tiers);
+  DevicePatterns patterns(device, 64);
+  ReplayTotals totals{.hits_by_tier = std::vector<int64_t>(tiers.size(), 0)};
+  std::set<uint64_t> known;
+  Admission expected;
+  for (const Request& request : requests) {
+    const size_t fits = std::min<size_t>(request.block_ids.size(), static_cast<size_t>(tiers[0].capacity_blocks()));
+    const std::span<const uint64_t> chain = std::span<const uint64_t>(request.block_ids).first(fits);
+    known.insert(chain.begin(), chain.end());
+    StoreAdmission admission = store.admit(chain);
+    EXPECT_EQ(admission.admitted, reference.admit(chain, expected));
+    if (!admission.admitted) continue;
+    const bool same_hits = admission.hits_by_tier == expected.prefix.hit_blocks_by_tier;
+    EXPECT_TRUE(same_hits) << "request " << totals.requests << ": hits per tier differ from the cache model's";
+
+    std::vector<int64_t> placed_pages;
+    std::vector<uint64_t> placed_blocks;
+    for (size_t i = 0; i < chain.size(); ++i) {
+      if (admission.source_tier[i] >= 0) continue;
+      placed_pages.push_back(admission.hbm_pages[i]);
+      placed_blocks.push_back(chain[i]);
+    }
+    patterns.write(placed_pages, placed_blocks);
+    const std::vector<uint64_t> wrong = patterns.mismatches(admission.hbm_pages, chain);
+    EXPECT_TRUE(wrong.empty()) << "request " << totals.requests << ": " << wrong.size() << " of " << chain.size()
+                               << " blocks do not read back from HBM, the first is " << wrong.front();
+    for (size_t t = 0; t < tiers.size(); ++t) totals.hits_by_tier[t] += admission.hits_by_tier[t];
+    store.release(admission);
+    reference.release(expected);
+    ++totals.requests;
+    if (!same_hits || !wrong.empty()) break;  // one broken request explains the rest
+    if (totals.requests % full_check_every == 0 && !expect_every_resident_block_intact(store, known)) break;
+  }
+  expect_every_resident_block_intact(store, known);
+  return totals;
+}
+
+inline int64_t flow_blocks(const TieredStore& store, CacheEventKind kind, int from, int to) {
+  return store.cache().traffic().flow(kind, from, to).blocks;
+}
+
+}  // namespace kvtier::hw::testing

@@ -1,0 +1,77 @@
+// run_batch(): one batched call per path, in the order that TransferBatch's hazard check assumes.
+#include <chrono>
+#include <cstring>
+
+#include "store_error.h"
+#include "transfer_batch.h"
+
+namespace kvtier::hw {
+namespace {
+
+void run_device_path(const std::vector<Transfer>& transfers, DevicePages& device, bool offload) {
+  std::vector<int64_t> pages;
+  std::vector<std::byte*> hosts;
+  for (const Transfer& t : transfers) {
+    pages.push_back(t.hbm_page);
+    hosts.push_back(t.host);
+  }
+  if (offload) {
+    device.offload(pages, hosts);
+  } else {
+    device.reload(pages, hosts);
+  }
+  device.synchronize();
+}
+
+NvmeStore& require_store(NvmeStore* nvme) {
+  if (nvme == nullptr) throw StoreError(StoreErrc::kBadRequest, "an NVMe transfer but no NVMe tier");
+  return *nvme;
+}
+
+void run_path(TransferPath path, const std::vector<Transfer>& transfers, DevicePages& device, NvmeStore* nvme) {
+  const uint64_t page_bytes = device.page_bytes();
+  switch (path) {
+    case TransferPath::kOffload:
+    case TransferPath::kReload:
+      run_device_path(transfers, device, path == TransferPath::kOffload);
+      return;
+    case TransferPath::kNvmeGet: {
+      std::vector<BlockRead> reads;
+      for (const Transfer& t : transfers) reads.push_back({t.key, {t.host, device.host_pitch()}});
+      require_store(nvme).get(reads);
+      return;
+    }
+    case TransferPath::kNvmePut: {
+      std::vector<BlockWrite> writes;
+      for (const Transfer& t : transfers) writes.push_back({t.key, {t.host, page_bytes}});
+      require_store(nvme).put(writes);
+      return;
+    }
+    case TransferPath::kHostCopy:
+      for (const Transfer& t : transfers) std::memcpy(t.host_destination, t.host, page_bytes);
+      return;
+  }
+}
+
+}  // namespace
+
+double run_batch(const TransferBatch& batch, DevicePages& device, NvmeStore* nvme, TransferTotals& totals) {
+  double seconds = 0;
+  for (int p = 0; p < kTransferPaths; ++p) {
+    const auto path = static_cast<TransferPath>(p);
+    const std::vector<Transfer>& transfers = batch.transfers(path);
+    if (transfers.empty()) continue;
+    const auto start = std::chrono::steady_clock::now();
+    run_path(path, transfers, device, nvme);
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    PathTotals& total = totals[static_cast<size_t>(p)];
+    total.blocks += static_cast<int64_t>(transfers.size());
+    total.bytes += transfers.size() * device.page_bytes();
+    total.seconds += elapsed;
+    seconds += elapsed;
+  }
+  for (BlockKey key : batch.erases()) require_store(nvme).erase(key);
+  return seconds;
+}
+
+}  // namespace kvtier::hw
