@@ -10,5 +10,6 @@ namespace kvtier::hw {
 void add_calibrate_command(CLI::App& app);
 void add_roundtrip_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_replay_command(CLI::App& app);
 
 }  // namespace kvtier::hw

@@ -1,4 +1,4 @@
-// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench) on a real GPU.
+// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay) on a real GPU.
 #include <cstdio>
 #include <exception>
 
@@ -14,6 +14,7 @@ int main(int argc, char** argv) {
   kvtier::hw::add_calibrate_command(app);
   kvtier::hw::add_roundtrip_command(app);
   kvtier::hw::add_bench_command(app);
+  kvtier::hw::add_replay_command(app);
   try {
     if (kvtier::gpu::visible_device_count() == 0) {
       std::fprintf(stderr, "kvtier-hw: no %s device visible; the hardware mode needs a GPU\n",

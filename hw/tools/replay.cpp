@@ -1,0 +1,154 @@
+#include "replay.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <optional>
+#include <sstream>
+#include <unistd.h>
+
+#include "agent_workload.h"
+#include "block_pattern.h"
+#include "embedded_files.h"
+#include "gpu_device_pages.h"
+#include "kv_layout.h"
+#include "model_card.h"
+#include "page_copy.h"
+#include "tiered_store.h"
+#include "trace_reader.h"
+
+namespace kvtier::hw {
+namespace {
+
+struct LoadedRequests {
+  std::string name;
+  int64_t block_tokens = 0;
+  std::vector<Request> requests;
+};
+
+// The trace file, or the synthetic agent workload `kvtier trace generate` writes, read the same way.
+LoadedRequests load_requests(const ReplayOptions& o) {
+  TraceReadOptions read{.block_tokens = o.block_tokens};
+  std::unique_ptr<RequestStream> stream;
+  LoadedRequests loaded;
+  if (o.trace.empty()) {
+    AgentWorkload workload = default_agent_workload();
+    workload.seed = o.seed;
+    auto text = std::make_unique<std::stringstream>();
+    write_agent_trace(workload, o.requests > 0 ? o.requests : 1000, *text);
+    read.format = TraceFormat::kNative;
+    loaded.name = "synthetic (agent-default, seed " + std::to_string(o.seed) + ")";
+    stream = open_trace_stream(std::move(text), loaded.name, read);
+  } else {
+    read.format = o.trace_format == "auto" ? detect_trace_format(o.trace) : parse_trace_format(o.trace_format);
+    loaded.name = o.trace;
+    stream = open_trace(o.trace, read);
+  }
+  loaded.block_tokens = stream->block_tokens();
+  Request request;
+  while ((o.requests == 0 || static_cast<int64_t>(loaded.requests.size()) < o.requests) && stream->next(request)) {
+    loaded.requests.push_back(request);
+  }
+  return loaded;
+}
+
+std::vector<TierSpec> build_tiers(const ReplayOptions& o, const KvLayout& layout, int64_t block_tokens) {
+  PolicyKind policy;
+  if (!parse_policy_name(o.policy, policy)) {
+    throw ConfigError("--policy: unknown policy '" + o.policy + "', expected lru, lfu, arc or s3fifo");
+  }
+  if (o.hbm_blocks <= 0 || o.dram_blocks < 0 || o.nvme_blocks < 0 || (o.nvme_blocks > 0 && o.dram_blocks == 0)) {
+    throw ConfigError("tier sizes: expected --hbm-blocks > 0, and --dram-blocks > 0 wherever --nvme-blocks > 0");
+  }
+  std::vector<TierSpec> tiers;
+  const int64_t block_bytes = layout.bytes_per_block(block_tokens);
+  for (auto [name, blocks] : {std::pair{"hbm", o.hbm_blocks}, {"dram", o.dram_blocks}, {"nvme", o.nvme_blocks}}) {
+    if (blocks == 0) break;
+    tiers.push_back(single_tier(layout, block_tokens, blocks * block_bytes, policy));
+    tiers.back().name = name;
+  }
+  return tiers;
+}
+
+std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, uint64_t page_bytes) {
+  if (o.nvme_blocks == 0) return nullptr;
+  const std::string path =
+      (std::filesystem::path(o.directory) / ("kvtier-replay-" + std::to_string(::getpid()) + ".store")).string();
+  return NvmeStore::create(path, {.block_bytes = page_bytes,
+                                  .capacity_blocks = static_cast<uint64_t>(o.nvme_blocks + o.spare_blocks)});
+}
+
+// The pages of blocks the caller computes (placed) and of every block, for --verify.
+void verify_request(DevicePatterns& patterns, const StoreAdmission& admission, std::span<const uint64_t> chain,
+                    ReplayReport& report) {
+  std::vector<int64_t> placed_pages;
+  std::vector<uint64_t> placed_blocks;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (admission.source_tier[i] >= 0) continue;
+    placed_pages.push_back(admission.hbm_pages[i]);
+    placed_blocks.push_back(chain[i]);
+  }
+  patterns.write(placed_pages, placed_blocks);
+  report.mismatched_blocks += static_cast<int64_t>(patterns.mismatches(admission.hbm_pages, chain).size());
+  report.verified_blocks += static_cast<int64_t>(chain.size());
+}
+
+void replay_through_store(const ReplayOptions& o, const std::vector<Request>& requests, TieredStore& store,
+                          DevicePages& device, ReplayReport& report) {
+  std::optional<DevicePatterns> patterns;
+  if (o.verify) patterns.emplace(device, 16);
+  report.store_hits.assign(report.tiers.size(), {});
+  std::vector<int64_t> tokens;
+  for (const Request& request : requests) {
+    tokens_per_block(request, report.block_tokens, tokens);
+    const size_t fits = std::min<size_t>(request.block_ids.size(), static_cast<size_t>(o.hbm_blocks));
+    const std::span<const uint64_t> chain = std::span<const uint64_t>(request.block_ids).first(fits);
+    StoreAdmission admission = store.admit(chain);
+    if (!admission.admitted) throw std::logic_error("a request no longer than HBM was not admitted");
+    for (int64_t i = 0; i < admission.hit_blocks; ++i) {
+      HitCount& hit = report.store_hits[static_cast<size_t>(admission.source_tier[i])];
+      hit.blocks += 1;
+      hit.tokens += tokens[static_cast<size_t>(i)];
+    }
+    if (patterns) verify_request(*patterns, admission, chain, report);
+    store.release(admission);
+    report.admit_seconds.push_back(admission.transfer_seconds);
+    ++report.requests;
+  }
+}
+
+}  // namespace
+
+bool ReplayReport::hits_agree() const {
+  for (size_t t = 0; t < store_hits.size(); ++t) {
+    if (store_hits[t].blocks != model.hits_by_tier[t].blocks || store_hits[t].tokens != model.hits_by_tier[t].tokens) {
+      return false;
+    }
+  }
+  return model.requests == requests;
+}
+
+ReplayReport run_replay(const ReplayOptions& o) {
+  const ModelCard model = parse_model_card(load_config(o.model, "models"));
+  const KvLayout layout = resolve_kv_layout(model, o.kv);
+  const LoadedRequests loaded = load_requests(o);
+  ReplayReport report;
+  report.trace = loaded.name;
+  report.block_tokens = loaded.block_tokens;
+  report.tiers = build_tiers(o, layout, loaded.block_tokens);
+
+  GpuDevicePages device(layout_page_bytes(layout, loaded.block_tokens), o.hbm_blocks + o.spare_blocks);
+  report.page_bytes = device.page_bytes();
+  TieredStore store(report.tiers, device, open_nvme_tier(o, device.page_bytes()),
+                    {.staging_pages = std::max<int64_t>(o.spare_blocks, 1), .spare_dram_pages = o.spare_blocks});
+  replay_through_store(o, loaded.requests, store, device, report);
+  report.events = store.cache().traffic();
+  report.transfers = store.transfers();
+  report.batches = store.batches();
+
+  CacheReplay analytic(report.tiers);
+  for (const Request& request : loaded.requests) analytic.add(request);
+  report.model = analytic.result();
+  return report;
+}
+
+}  // namespace kvtier::hw
