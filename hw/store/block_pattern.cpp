@@ -74,4 +74,17 @@ std::vector<uint64_t> DevicePatterns::mismatches(std::span<const int64_t> pages,
   return wrong;
 }
 
+std::vector<uint64_t> fill_placed_and_check(DevicePatterns& patterns, const StoreAdmission& admission,
+                                            std::span<const uint64_t> chain) {
+  std::vector<int64_t> placed_pages;
+  std::vector<uint64_t> placed_blocks;
+  for (size_t i = 0; i < chain.size(); ++i) {
+    if (admission.source_tier[i] >= 0) continue;
+    placed_pages.push_back(admission.hbm_pages[i]);
+    placed_blocks.push_back(chain[i]);
+  }
+  patterns.write(placed_pages, placed_blocks);
+  return patterns.mismatches(admission.hbm_pages, chain);
+}
+
 }  // namespace kvtier::hw

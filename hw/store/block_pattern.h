@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "device_pages.h"
+#include "tiered_store.h"
 
 namespace kvtier::hw {
 
@@ -35,5 +36,10 @@ class DevicePatterns {
   int64_t batch_pages_;
   MemoryRegion staging_;
 };
+
+// Stands in for prefill: writes the pattern of every block `admission` placed into its HBM page. Then
+// returns the blocks of the request (`chain`) whose HBM page does not hold their pattern.
+std::vector<uint64_t> fill_placed_and_check(DevicePatterns& patterns, const StoreAdmission& admission,
+                                            std::span<const uint64_t> chain);
 
 }  // namespace kvtier::hw

@@ -161,15 +161,7 @@ inline ReplayTotals replay_and_check(TieredStore& store, DevicePages& device, co
     const bool same_hits = admission.hits_by_tier == expected.prefix.hit_blocks_by_tier;
     EXPECT_TRUE(same_hits) << "request " << totals.requests << ": hits per tier differ from the cache model's";
 
-    std::vector<int64_t> placed_pages;
-    std::vector<uint64_t> placed_blocks;
-    for (size_t i = 0; i < chain.size(); ++i) {
-      if (admission.source_tier[i] >= 0) continue;
-      placed_pages.push_back(admission.hbm_pages[i]);
-      placed_blocks.push_back(chain[i]);
-    }
-    patterns.write(placed_pages, placed_blocks);
-    const std::vector<uint64_t> wrong = patterns.mismatches(admission.hbm_pages, chain);
+    const std::vector<uint64_t> wrong = fill_placed_and_check(patterns, admission, chain);
     EXPECT_TRUE(wrong.empty()) << "request " << totals.requests << ": " << wrong.size() << " of " << chain.size()
                                << " blocks do not read back from HBM, the first is " << wrong.front();
     for (size_t t = 0; t < tiers.size(); ++t) totals.hits_by_tier[t] += admission.hits_by_tier[t];

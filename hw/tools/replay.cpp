@@ -77,18 +77,11 @@ std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, uint64_t page_
                                   .capacity_blocks = static_cast<uint64_t>(o.nvme_blocks + o.spare_blocks)});
 }
 
-// The pages of blocks the caller computes (placed) and of every block, for --verify.
+// --verify: placed blocks get their pattern (as prefill would write their KV), then every block of the
+// request must read back from its HBM page.
 void verify_request(DevicePatterns& patterns, const StoreAdmission& admission, std::span<const uint64_t> chain,
                     ReplayReport& report) {
-  std::vector<int64_t> placed_pages;
-  std::vector<uint64_t> placed_blocks;
-  for (size_t i = 0; i < chain.size(); ++i) {
-    if (admission.source_tier[i] >= 0) continue;
-    placed_pages.push_back(admission.hbm_pages[i]);
-    placed_blocks.push_back(chain[i]);
-  }
-  patterns.write(placed_pages, placed_blocks);
-  report.mismatched_blocks += static_cast<int64_t>(patterns.mismatches(admission.hbm_pages, chain).size());
+  report.mismatched_blocks += static_cast<int64_t>(fill_placed_and_check(patterns, admission, chain).size());
   report.verified_blocks += static_cast<int64_t>(chain.size());
 }
 
