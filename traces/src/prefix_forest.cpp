@@ -7,20 +7,13 @@ namespace {
 
 constexpr size_t kInitialSlots = 1 << 16;
 
-// Ids from traces may be small consecutive integers (Mooncake): spread them before masking.
-inline uint64_t spread(uint64_t id) {
-  id ^= id >> 33;
-  id *= 0xff51afd7ed558ccdULL;
-  return id ^ (id >> 33);
-}
-
 }  // namespace
 
 IdIndex::IdIndex() : slots_(kInitialSlots, Slot{0, kAbsent}) {}
 
 size_t IdIndex::slot_of(uint64_t id) const {
   size_t mask = slots_.size() - 1;
-  size_t slot = spread(id) & mask;
+  size_t slot = home_slot(id);
   while (slots_[slot].value != kAbsent && slots_[slot].id != id) slot = (slot + 1) & mask;
   return slot;
 }
@@ -42,7 +35,7 @@ uint32_t IdIndex::insert(uint64_t id, uint32_t value) {
 }
 
 void IdIndex::grow() {
-  std::vector<Slot> old(slots_.size() * 2, Slot{0, kAbsent});
+  decltype(slots_) old(slots_.size() * 2, Slot{0, kAbsent});
   old.swap(slots_);
   for (const Slot& s : old) {
     if (s.value != kAbsent) slots_[slot_of(s.id)] = s;
@@ -51,14 +44,20 @@ void IdIndex::grow() {
 
 void ChunkedIds::append(const uint64_t* first, const uint64_t* last) {
   while (first != last) {
-    if ((size_ & kChunkMask) == 0 && (size_ >> kChunkBits) == chunks_.size()) {
-      chunks_.push_back(std::make_unique_for_overwrite<uint64_t[]>(kChunkMask + 1));
-    }
-    size_t room = kChunkMask + 1 - (size_ & kChunkMask);
-    size_t count = std::min<size_t>(room, static_cast<size_t>(last - first));
-    std::copy(first, first + count, &chunks_[size_ >> kChunkBits][size_ & kChunkMask]);
+    if ((size_ & kChunkMask) == 0) chunks_.emplace_back().reserve(kChunkMask + 1);
+    Chunk& chunk = chunks_.back();
+    size_t count = std::min<size_t>(chunk.capacity() - chunk.size(), static_cast<size_t>(last - first));
+    chunk.insert(chunk.end(), first, first + count);
     first += count;
     size_ += count;
+  }
+}
+
+void PrefixForest::prefetch(const std::vector<uint64_t>& ids) const {
+  if (ids.empty()) return;
+  heads_.prefetch(ids[0]);
+  for (size_t sample = kSampleStride - 1; sample < ids.size(); sample += kSampleStride) {
+    samples_.prefetch(ids[sample]);
   }
 }
 
@@ -95,29 +94,38 @@ PrefixForest::Placement PrefixForest::add(const std::vector<uint64_t>& ids) {
     node = run == kNone ? kNone : runs_[run].first;
   }
   if (node != kNone) {
-    // Walk forward while the next node in memory holds the next id (ids name prefixes, so an equal id
-    // there is this chain's next block, in the same run or in a run hung right below), else hop into a
-    // child run through the head index.
-    while (depth + 1 < ids.size()) {
-      uint64_t next = ids[depth + 1];
-      if (node + 1 < node_id_.size() && node_id_[node + 1] == next) {
-        ++node;
-        ++depth;
-        continue;
-      }
-      uint32_t run = heads_.find(next);
-      if (run == kNone) break;
-      if (runs_[run].parent != node) {
-        placement.consistent = false;
-        break;
-      }
-      node = runs_[run].first;
-      ++depth;
-    }
-    placement.hit_blocks = depth + 1;
+    // The walk ends at a head-index lookup of the id after the hit, a cache miss that would come
+    // last; every id it may reach is loaded now instead, alongside the walk's own misses.
+    size_t reach = std::min(ids.size(), depth + 1 + kSampleStride);
+    for (size_t i = depth + 1; i < reach; ++i) heads_.prefetch(ids[i]);
+    placement.hit_blocks = walk(ids, node, depth, placement.consistent) + 1;
   }
   if (placement.hit_blocks < ids.size()) append_run(ids, placement.hit_blocks, node);
   return placement;
+}
+
+size_t PrefixForest::walk(const std::vector<uint64_t>& ids, uint32_t& node, size_t depth,
+                          bool& consistent) const {
+  // Walk forward while the next node in memory holds the next id (ids name prefixes, so an equal id
+  // there is this chain's next block, in the same run or in a run hung right below), else hop into a
+  // child run through the head index.
+  while (depth + 1 < ids.size()) {
+    uint64_t next = ids[depth + 1];
+    if (node + 1 < node_id_.size() && node_id_[node + 1] == next) {
+      ++node;
+      ++depth;
+      continue;
+    }
+    uint32_t run = heads_.find(next);
+    if (run == kNone) break;
+    if (runs_[run].parent != node) {
+      consistent = false;
+      break;
+    }
+    node = runs_[run].first;
+    ++depth;
+  }
+  return depth;
 }
 
 void PrefixForest::append_run(const std::vector<uint64_t>& ids, size_t from, uint32_t parent) {

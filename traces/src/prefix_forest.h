@@ -13,8 +13,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <vector>
+
+#include "huge_pages.h"
 
 namespace kvtier {
 
@@ -30,16 +31,26 @@ class IdIndex {
   // Adds id -> value unless id is present; returns the value stored for id.
   uint32_t insert(uint64_t id, uint32_t value);
   size_t size() const { return used_; }
+  // Starts loading id's home slot into the cache, for a find or insert soon after: lookups land at
+  // random in a large table, and several misses in flight cost little more than one.
+  void prefetch(uint64_t id) const { __builtin_prefetch(&slots_[home_slot(id)]); }
 
  private:
   struct Slot {
     uint64_t id;
     uint32_t value;  // kAbsent marks an empty slot
   };
+  // Ids from traces may be small consecutive integers (Mooncake): spread them before masking.
+  static uint64_t spread(uint64_t id) {
+    id ^= id >> 33;
+    id *= 0xff51afd7ed558ccdULL;
+    return id ^ (id >> 33);
+  }
+  size_t home_slot(uint64_t id) const { return static_cast<size_t>(spread(id)) & (slots_.size() - 1); }
   size_t slot_of(uint64_t id) const;
   void grow();
 
-  std::vector<Slot> slots_;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t used_ = 0;
 };
 
@@ -54,7 +65,8 @@ class ChunkedIds {
  private:
   static constexpr size_t kChunkBits = 20;
   static constexpr size_t kChunkMask = (size_t{1} << kChunkBits) - 1;
-  std::vector<std::unique_ptr<uint64_t[]>> chunks_;
+  using Chunk = std::vector<uint64_t, HugePageAllocator<uint64_t>>;
+  std::vector<Chunk> chunks_;
   size_t size_ = 0;
 };
 
@@ -65,6 +77,10 @@ class PrefixForest {
     bool consistent;    // false when an id reappeared after a different predecessor
   };
 
+  // Starts loading the index slots that add(ids) will probe first, every sampled depth's among them:
+  // the binary search's probes depend on each other, and with every slot loaded at once their cache
+  // misses overlap instead of coming one after another.
+  void prefetch(const std::vector<uint64_t>& ids) const;
   // Finds the request's hit prefix and adds the rest of its blocks.
   Placement add(const std::vector<uint64_t>& ids);
   int64_t unique_blocks() const { return static_cast<int64_t>(node_id_.size()); }
@@ -80,10 +96,13 @@ class PrefixForest {
 
   // The deepest seen node among the request's sampled depths, or kNone; sets `depth` to its position.
   uint32_t deepest_sample(const std::vector<uint64_t>& ids, size_t& depth) const;
+  // From `node` at `depth` of the request, follows the request's ids through the forest as far as they
+  // go; returns the depth reached and leaves `node` there. Clears `consistent` on a prefix violation.
+  size_t walk(const std::vector<uint64_t>& ids, uint32_t& node, size_t depth, bool& consistent) const;
   void append_run(const std::vector<uint64_t>& ids, size_t from, uint32_t parent);
 
   ChunkedIds node_id_;  // node index -> block id; a run's nodes are consecutive
-  std::vector<Run> runs_;
+  std::vector<Run, HugePageAllocator<Run>> runs_;
   IdIndex heads_;    // first id of each run -> run
   IdIndex samples_;  // ids at depths 15, 31, 47, ... -> node
 };

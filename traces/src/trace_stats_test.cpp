@@ -69,6 +69,28 @@ TEST(TraceStats, HandComputedSmallTrace) {
   EXPECT_EQ(s.sessions, 0);
 }
 
+// compute_trace_stats reads one request ahead of the one it adds: the first and last requests, and a bad
+// line after good ones, must come out as without the read-ahead.
+TEST(TraceStats, EmptyOneRequestAndBadLastLineTraces) {
+  TraceStats empty = compute_trace_stats(*stream_of("", TraceFormat::kMooncake));
+  EXPECT_EQ(empty.requests, 0);
+  EXPECT_EQ(empty.total_blocks, 0);
+  EXPECT_DOUBLE_EQ(empty.duration_s, 0);
+
+  const char* one_line =
+      R"({"timestamp": 5, "input_length": 1100, "output_length": 7, "hash_ids": [4, 5, 6]})";
+  TraceStats one = compute_trace_stats(*stream_of(one_line, TraceFormat::kMooncake));
+  EXPECT_EQ(one.requests, 1);
+  EXPECT_EQ(one.total_blocks, 3);
+  EXPECT_EQ(one.unique_blocks, 3);
+  EXPECT_EQ(one.hit_blocks, 0);
+  EXPECT_EQ(one.input_tokens.p99, 1100);
+  EXPECT_EQ(one.output_tokens.max, 7);
+
+  std::string bad_last = std::string(one_line) + "\n{\"timestamp\": 6}\n";
+  EXPECT_THROW(compute_trace_stats(*stream_of(bad_last, TraceFormat::kMooncake)), ConfigError);
+}
+
 // Random traces of prefix chains: requests extend or branch earlier requests' chains.
 std::vector<Request> random_prefix_trace(uint64_t seed, int requests) {
   std::mt19937_64 rng(seed);
