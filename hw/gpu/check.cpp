@@ -25,7 +25,8 @@ int resident_blocks(const void* kernel, int threads_per_block) {
   int device = 0, processors = 0, per_processor = 0;
   KVTIER_GPU_CHECK(gpuGetDevice(&device));
   KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&processors, gpuDevAttrMultiProcessorCount, device));
-  KVTIER_GPU_CHECK(gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_processor, kernel, threads_per_block, 0));
+  KVTIER_GPU_CHECK(
+      gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_processor, kernel, threads_per_block, 0));
   return processors * std::max(1, per_processor);
 }
 

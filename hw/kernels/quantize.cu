@@ -231,7 +231,8 @@ __device__ uint32_t cell_index(float z, const CellBucket* table, const float* bo
   if constexpr (!kUseTable) {
     return codebook_index(boundaries, z);
   } else {
-    const uint2 bucket = reinterpret_cast<const uint2*>(table)[float_bits(z) >> (32 - kBucketBits)];  // one load
+    const uint2 bucket =
+        reinterpret_cast<const uint2*>(table)[float_bits(z) >> (32 - kBucketBits)];  // one load
     return bucket.y + (z > bits_float(bucket.x) ? 1u : 0u);
   }
 }
@@ -266,7 +267,7 @@ __device__ void load_shared_words(const uint32_t* src, uint32_t* words) {
 template <int D, int L>
 __device__ float lane_ordered_sum_of_squares(const float* x) {
   constexpr int kVirtual = kTurboQuantLanes / L;  // reduction lanes per lane
-  constexpr int kRun = D / kTurboQuantLanes;                               // elements per reduction lane
+  constexpr int kRun = D / kTurboQuantLanes;      // elements per reduction lane
   float part[kVirtual];
 #pragma unroll
   for (int r = 0; r < kVirtual; ++r) {
@@ -279,8 +280,7 @@ __device__ float lane_ordered_sum_of_squares(const float* x) {
     const int distance = kTurboQuantLanes / 2 / stage;  // 16, 8, 4, 2, 1
     if (distance >= kVirtual) {
 #pragma unroll
-      for (int r = 0; r < kVirtual; ++r)
-        part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, L);
+      for (int r = 0; r < kVirtual; ++r) part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, L);
     } else {
 #pragma unroll
       for (int r = 0; r < kVirtual; ++r)
@@ -369,9 +369,10 @@ __device__ BlockRounds block_rounds(int lanes_per_item) {
 
 // The quantize loop of one lane over its team's vectors, for a cell lookup chosen once per kernel.
 template <int D, bool kUseTable>
-__device__ void turboquant_quantize_vectors(const TurboQuantParams& params, const uint16_t* k, const uint16_t* v,
-                                            uint8_t* slots, int64_t vectors, const CellBucket* cells,
-                                            const float* boundaries, const uint32_t* flips) {
+__device__ void turboquant_quantize_vectors(const TurboQuantParams& params, const uint16_t* k,
+                                            const uint16_t* v, uint8_t* slots, int64_t vectors,
+                                            const CellBucket* cells, const float* boundaries,
+                                            const uint32_t* flips) {
   using S = TurboQuantShape<D, kQuantizeElements>;
   constexpr int E = S::kElements, L = S::kLanes;
   const int lane = threadIdx.x % L;
@@ -448,9 +449,9 @@ __global__ void __launch_bounds__(kThreads)
 template <int D>
 struct DequantizeLayout {
   static constexpr int kChunk = 8;
-  static constexpr int kElements = D < 32 ? D : 32;  // per lane
+  static constexpr int kElements = D < 32 ? D : 32;   // per lane
   static constexpr int kChunks = kElements / kChunk;  // J
-  static constexpr int kLanes = D / kElements;         // L
+  static constexpr int kLanes = D / kElements;        // L
 };
 
 // The unnormalised Walsh-Hadamard transform in the DequantizeLayout, stage by stage in the reference's
@@ -749,8 +750,8 @@ void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8
   with_chunk_elements(params.group_size, [&](auto e) {
     constexpr int kE = decltype(e)::value;
     int4_group_quantize_kernel<kE>
-        <<<blocks_for<int4_group_quantize_kernel<kE>>(chunks, kThreads), kThreads, 0, stream>>>(params, x, records,
-                                                                                                chunks);
+        <<<blocks_for<int4_group_quantize_kernel<kE>>(chunks, kThreads), kThreads, 0, stream>>>(
+            params, x, records, chunks);
   });
   KVTIER_GPU_CHECK_LAUNCH("int4_group_quantize_kernel");
 }
@@ -765,7 +766,8 @@ void int4_group_dequantize(const Int4GroupParams& params, const uint8_t* records
   };
   constexpr int64_t kChunksPerBlock = kThreads * kInt4ChunksPerLane;
   if ((per_row & (per_row - 1)) == 0) {
-    launch(int4_group_dequantize_kernel<true>, blocks_for<int4_group_dequantize_kernel<true>>(chunks, kChunksPerBlock));
+    launch(int4_group_dequantize_kernel<true>,
+           blocks_for<int4_group_dequantize_kernel<true>>(chunks, kChunksPerBlock));
   } else {
     launch(int4_group_dequantize_kernel<false>,
            blocks_for<int4_group_dequantize_kernel<false>>(chunks, kChunksPerBlock));

@@ -30,7 +30,8 @@ void fill_block_pattern(uint64_t block, std::span<std::byte> bytes) {
 bool has_block_pattern(uint64_t block, std::span<const std::byte> bytes) {
   for (size_t offset = 0, index = 0; offset < bytes.size(); offset += 8, ++index) {
     const uint64_t word = pattern_word(block, index);
-    if (std::memcmp(bytes.data() + offset, &word, std::min<size_t>(8, bytes.size() - offset)) != 0) return false;
+    if (std::memcmp(bytes.data() + offset, &word, std::min<size_t>(8, bytes.size() - offset)) != 0)
+      return false;
   }
   return true;
 }
@@ -38,7 +39,8 @@ bool has_block_pattern(uint64_t block, std::span<const std::byte> bytes) {
 DevicePatterns::DevicePatterns(DevicePages& device, int64_t batch_pages)
     : device_(device),
       batch_pages_(batch_pages),
-      staging_(device.allocate_host(static_cast<uint64_t>(std::max<int64_t>(batch_pages, 1)) * device.host_pitch())) {
+      staging_(device.allocate_host(static_cast<uint64_t>(std::max<int64_t>(batch_pages, 1)) *
+                                    device.host_pitch())) {
   if (batch_pages < 1) throw StoreError(StoreErrc::kBadRequest, "DevicePatterns needs batch_pages >= 1");
 }
 
@@ -61,14 +63,16 @@ void DevicePatterns::write(std::span<const int64_t> pages, std::span<const uint6
   }
 }
 
-std::vector<uint64_t> DevicePatterns::mismatches(std::span<const int64_t> pages, std::span<const uint64_t> blocks) {
+std::vector<uint64_t> DevicePatterns::mismatches(std::span<const int64_t> pages,
+                                                 std::span<const uint64_t> blocks) {
   std::vector<uint64_t> wrong;
   for (size_t start = 0; start < pages.size(); start += static_cast<size_t>(batch_pages_)) {
     const size_t count = std::min(pages.size() - start, static_cast<size_t>(batch_pages_));
     device_.offload(pages.subspan(start, count), staging_pages(count));
     device_.synchronize();
     for (size_t i = 0; i < count; ++i) {
-      if (!has_block_pattern(blocks[start + i], staged(static_cast<int64_t>(i)))) wrong.push_back(blocks[start + i]);
+      if (!has_block_pattern(blocks[start + i], staged(static_cast<int64_t>(i))))
+        wrong.push_back(blocks[start + i]);
     }
   }
   return wrong;

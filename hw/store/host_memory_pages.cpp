@@ -25,12 +25,14 @@ void check_lengths(std::span<const int64_t> pages, std::span<std::byte* const> h
 }  // namespace
 
 HostMemoryPages::HostMemoryPages(int64_t pages, uint64_t page_bytes)
-    : pages_(pages), page_bytes_(page_bytes), memory_(allocate_host_region(checked_bytes(pages, page_bytes))) {}
+    : pages_(pages),
+      page_bytes_(page_bytes),
+      memory_(allocate_host_region(checked_bytes(pages, page_bytes))) {}
 
 std::byte* HostMemoryPages::page(int64_t id) const {
   if (id < 0 || id >= pages_) {
-    throw StoreError(StoreErrc::kBadRequest,
-                     "device page " + std::to_string(id) + " out of range [0, " + std::to_string(pages_) + ")");
+    throw StoreError(StoreErrc::kBadRequest, "device page " + std::to_string(id) + " out of range [0, " +
+                                                 std::to_string(pages_) + ")");
   }
   return memory_.data() + static_cast<uint64_t>(id) * page_bytes_;
 }

@@ -60,8 +60,8 @@ void TieredStore::check_tiers(const std::vector<TierSpec>& tiers, const DevicePa
 
 void TieredStore::throw_if_failed() const {
   if (failure_) {
-    throw StoreError(failure_->code(),
-                     std::string("the tiered store stopped after a failed transfer (") + failure_->what() + ")");
+    throw StoreError(failure_->code(), std::string("the tiered store stopped after a failed transfer (") +
+                                           failure_->what() + ")");
   }
 }
 
@@ -93,7 +93,8 @@ void TieredStore::observe_residency(std::span<const uint64_t> block_ids, StoreAd
 
 void TieredStore::check_against_cache(const PrefixHit& prefix, const StoreAdmission& out) const {
   bool same = prefix.hit_blocks == out.hit_blocks;
-  for (int64_t i = 0; same && i < prefix.hit_blocks; ++i) same = prefix.tier_of_block[i] == out.source_tier[i];
+  for (int64_t i = 0; same && i < prefix.hit_blocks; ++i)
+    same = prefix.tier_of_block[i] == out.source_tier[i];
   if (!same) {
     throw std::logic_error("tiered store: the bytes are not where the cache model says (" +
                            std::to_string(out.hit_blocks) + " leading blocks held against the cache's " +

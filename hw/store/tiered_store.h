@@ -68,8 +68,8 @@ class StoreAdmission {
 // block; spare slots let that many cascades share a batch. HBM's spare pages are the device's pages
 // beyond tier 0's capacity, NVMe's the store's slots beyond tier 2's; DRAM's are allocated here.
 struct TieredStoreOptions {
-  int64_t staging_pages = 64;      // host pages for copies between HBM and NVMe
-  int64_t spare_dram_pages = 64;   // DRAM pages beyond tier 1's capacity
+  int64_t staging_pages = 64;     // host pages for copies between HBM and NVMe
+  int64_t spare_dram_pages = 64;  // DRAM pages beyond tier 1's capacity
 };
 
 class TieredStore {

@@ -17,7 +17,8 @@ using namespace testing;
 // Fails every write once `fail` is set, the way a disk that broke mid-run does.
 class FailingFile : public BlockFile {
  public:
-  FailingFile(std::unique_ptr<BlockFile> inner, std::shared_ptr<bool> fail) : inner_(std::move(inner)), fail_(std::move(fail)) {}
+  FailingFile(std::unique_ptr<BlockFile> inner, std::shared_ptr<bool> fail)
+      : inner_(std::move(inner)), fail_(std::move(fail)) {}
   uint64_t size() const override { return inner_->size(); }
   void write_at(uint64_t offset, std::span<const iovec> buffers) override {
     if (*fail_) throw_io_error("injected write failure", EIO);
@@ -51,8 +52,8 @@ class DroppedBlocks : public CacheEventSink {
 
 struct FailureOutcome {
   StoreErrc code{};
-  Residency before;             // just before the admit that failed
-  std::set<uint64_t> dropped;   // blocks the cache model discarded during that admit
+  Residency before;            // just before the admit that failed
+  std::set<uint64_t> dropped;  // blocks the cache model discarded during that admit
   std::vector<uint64_t> known;
 };
 
@@ -120,7 +121,8 @@ TEST(TieredStoreFailure, FullNvmeStoreSurfacesAsErrorAndLosesNothing) {
   ScratchDirectory dir("full");
   HostMemoryPages device(8, kPageBytes);
   // The disk holds 4 blocks although the NVMe tier is configured for 16.
-  TieredStore store(tiers, device, open_nvme(dir.file("nvme.store"), {.block_bytes = kPageBytes, .capacity_blocks = 4}));
+  TieredStore store(tiers, device,
+                    open_nvme(dir.file("nvme.store"), {.block_bytes = kPageBytes, .capacity_blocks = 4}));
   const FailureOutcome outcome = run_until_failure(store, device, tiers, [](size_t) {});
   EXPECT_EQ(outcome.code, StoreErrc::kFull);
   expect_nothing_lost(store, outcome);
@@ -132,14 +134,18 @@ TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
   HostMemoryPages device(8, kPageBytes);
   const NvmeStoreOptions options{.block_bytes = kPageBytes, .capacity_blocks = 16};
   auto fail = std::make_shared<bool>(false);
-  auto file = std::make_unique<DirectFile>(dir.file("nvme.store"), NvmeStore::file_bytes(options), IoMode::kBuffered);
-  TieredStore store(tiers, device,
-                    std::make_unique<NvmeStore>(std::make_unique<FailingFile>(std::move(file), fail), options));
+  auto file =
+      std::make_unique<DirectFile>(dir.file("nvme.store"), NvmeStore::file_bytes(options), IoMode::kBuffered);
+  TieredStore store(
+      tiers, device,
+      std::make_unique<NvmeStore>(std::make_unique<FailingFile>(std::move(file), fail), options));
   // The disk breaks once the NVMe tier holds blocks, so there is something to lose.
   const FailureOutcome outcome =
       run_until_failure(store, device, tiers, [&](size_t blocks_seen) { *fail = blocks_seen >= 150; });
   EXPECT_EQ(outcome.code, StoreErrc::kIo);
-  EXPECT_GT(std::count_if(outcome.before.begin(), outcome.before.end(), [](const auto& b) { return b.second == 2; }), 0);
+  EXPECT_GT(std::count_if(outcome.before.begin(), outcome.before.end(),
+                          [](const auto& b) { return b.second == 2; }),
+            0);
   expect_nothing_lost(store, outcome);
 }
 

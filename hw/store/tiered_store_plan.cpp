@@ -55,9 +55,10 @@ void TieredStore::promote(uint64_t block, int from) {
   const bool from_nvme = from == kNvmeTier;
   ensure_free(true, false, from_nvme, false);
   const SlotAccess source =
-      from_nvme ? SlotAccess{SlotSpace::kNvme, block, static_cast<int>(TransferPath::kNvmeGet), false}
-                : SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(dram_.page(slot(kDramTier, block))),
-                             static_cast<int>(TransferPath::kReload), false};
+      from_nvme
+          ? SlotAccess{SlotSpace::kNvme, block, static_cast<int>(TransferPath::kNvmeGet), false}
+          : SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(dram_.page(slot(kDramTier, block))),
+                       static_cast<int>(TransferPath::kReload), false};
   if (batch_.conflicts(source)) flush();
 
   const int64_t page = static_cast<int64_t>(take(hbm_));
@@ -82,12 +83,13 @@ TieredStore::CopySource TieredStore::copy_source(uint64_t block, int from) const
 }
 
 bool TieredStore::copy_conflicts(uint64_t block, const CopySource& source, int to) const {
-  const int reader = static_cast<int>(source.host == nullptr  ? TransferPath::kOffload
-                                      : to == kDramTier ? TransferPath::kHostCopy
-                                                        : TransferPath::kNvmePut);
-  const SlotAccess read = source.host != nullptr
-                              ? SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(source.host), reader, false}
-                              : SlotAccess{SlotSpace::kHbm, static_cast<uint64_t>(source.hbm_page), reader, false};
+  const int reader = static_cast<int>(source.host == nullptr ? TransferPath::kOffload
+                                      : to == kDramTier      ? TransferPath::kHostCopy
+                                                             : TransferPath::kNvmePut);
+  const SlotAccess read =
+      source.host != nullptr
+          ? SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(source.host), reader, false}
+          : SlotAccess{SlotSpace::kHbm, static_cast<uint64_t>(source.hbm_page), reader, false};
   const SlotAccess key_write{SlotSpace::kNvme, block, static_cast<int>(TransferPath::kNvmePut), true};
   return batch_.conflicts(read) || (to == kNvmeTier && batch_.conflicts(key_write));
 }
@@ -102,9 +104,13 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
     const uint64_t index = take(dram_.slots);
     std::byte* destination = dram_.page(index);
     if (source.host != nullptr) {
-      batch_.add({.path = TransferPath::kHostCopy, .key = block, .host = source.host, .host_destination = destination});
+      batch_.add({.path = TransferPath::kHostCopy,
+                  .key = block,
+                  .host = source.host,
+                  .host_destination = destination});
     } else {
-      batch_.add({.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = destination});
+      batch_.add(
+          {.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = destination});
     }
     map(kDramTier, block, index);
   } else {
@@ -123,10 +129,9 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
 // minus the batch's puts; keys the batch erases free slots only once it ran. If the store is still full
 // after that it is smaller than its tier, and the put fails with kFull when the batch runs.
 void TieredStore::ensure_free(bool hbm, bool dram, bool staging, bool nvme_put) {
-  const bool nvme_full =
-      nvme_put && nvme_->free_blocks() <= static_cast<uint64_t>(batch_.pending_puts());
-  if ((hbm && !hbm_.has_free()) || (dram && !dram_.slots.has_free()) || (staging && !staging_.slots.has_free()) ||
-      nvme_full) {
+  const bool nvme_full = nvme_put && nvme_->free_blocks() <= static_cast<uint64_t>(batch_.pending_puts());
+  if ((hbm && !hbm_.has_free()) || (dram && !dram_.slots.has_free()) ||
+      (staging && !staging_.slots.has_free()) || nvme_full) {
     flush();
   }
 }
@@ -134,7 +139,8 @@ void TieredStore::ensure_free(bool hbm, bool dram, bool staging, bool nvme_put) 
 // ensure_free() ran before, so a slot is free unless the store and the cache model disagree.
 uint64_t TieredStore::take(BatchedSlots& slots) {
   const std::optional<uint64_t> slot = slots.allocate();
-  if (!slot) throw std::logic_error("tiered store: a tier has no free slot although the cache model made room");
+  if (!slot)
+    throw std::logic_error("tiered store: a tier has no free slot although the cache model made room");
   return *slot;
 }
 
@@ -199,7 +205,8 @@ void TieredStore::roll_back() {
       slot_of_[change->tier].erase(change->block);
     }
   }
-  if (nvme_) std::erase_if(slot_of_[kNvmeTier], [&](const auto& entry) { return !nvme_->contains(entry.first); });
+  if (nvme_)
+    std::erase_if(slot_of_[kNvmeTier], [&](const auto& entry) { return !nvme_->contains(entry.first); });
   for (BatchedSlots* slots : {&hbm_, &dram_.slots, &staging_.slots}) slots->rollback();
   batch_.clear();
   journal_.clear();

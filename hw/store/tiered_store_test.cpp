@@ -39,7 +39,8 @@ TEST(TieredStore, InclusiveHierarchyMovesBlocksAlongEveryPath) {
   ScratchDirectory dir("paths");
   HostMemoryPages device(10 + kSpare, kPageBytes);
   TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
-  const ReplayTotals totals = replay_and_check(store, device, tiers, kvtier::testing::random_requests(400, 8, 9, 17));
+  const ReplayTotals totals =
+      replay_and_check(store, device, tiers, kvtier::testing::random_requests(400, 8, 9, 17));
   EXPECT_GT(totals.hits_by_tier[2], 0);
   EXPECT_GT(flow_blocks(store, CacheEventKind::kDemote, 0, 1), 0);
   EXPECT_GT(flow_blocks(store, CacheEventKind::kDemote, 1, 2), 0);
@@ -47,8 +48,10 @@ TEST(TieredStore, InclusiveHierarchyMovesBlocksAlongEveryPath) {
   EXPECT_GT(flow_blocks(store, CacheEventKind::kPromote, 2, 0), 0);
   EXPECT_GT(flow_blocks(store, CacheEventKind::kDrop, 2, -1), 0);
   const TransferTotals& moved = store.transfers();
-  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmePut)].blocks, flow_blocks(store, CacheEventKind::kDemote, 1, 2));
-  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmeGet)].blocks, flow_blocks(store, CacheEventKind::kPromote, 2, 0));
+  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmePut)].blocks,
+            flow_blocks(store, CacheEventKind::kDemote, 1, 2));
+  EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmeGet)].blocks,
+            flow_blocks(store, CacheEventKind::kPromote, 2, 0));
   int64_t copies = 0;
   for (const PathTotals& path : moved) copies += path.blocks;
   EXPECT_LT(store.batches() * 2, copies) << "copies should travel in batches, not one by one";
@@ -104,7 +107,8 @@ TEST(TieredStore, EvictionsOfOneAdmitTravelInOneBatch) {
 TEST(TieredStore, RejectsTiersItCannotBack) {
   HostMemoryPages device(8, kPageBytes);
   // A 4-bit DRAM tier would need quantization on offload, which the store does not do.
-  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8, kBytesPerToken / 4)}, device, nullptr), StoreError);
+  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8, kBytesPerToken / 4)}, device, nullptr),
+               StoreError);
   EXPECT_THROW(TieredStore({tier("hbm", 9)}, device, nullptr), StoreError);  // more blocks than pages
   EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8), tier("nvme", 8)}, device, nullptr), StoreError);
 }

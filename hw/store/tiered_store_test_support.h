@@ -76,7 +76,8 @@ inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t n
 class ScratchDirectory {
  public:
   explicit ScratchDirectory(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() / ("kvtier-tiered-" + std::to_string(::getpid()) + "-" + name)) {
+      : path_(std::filesystem::temp_directory_path() /
+              ("kvtier-tiered-" + std::to_string(::getpid()) + "-" + name)) {
     std::filesystem::create_directories(path_);
   }
   ~ScratchDirectory() { std::filesystem::remove_all(path_); }
@@ -103,7 +104,8 @@ inline std::unique_ptr<NvmeStore> nvme_for(const std::vector<TierSpec>& tiers, c
                                            uint64_t page_bytes) {
   if (tiers.size() < 3) return nullptr;
   return open_nvme(dir.file("nvme.store"),
-                   {.block_bytes = page_bytes, .capacity_blocks = static_cast<uint64_t>(tiers[2].capacity_blocks() + kSpare)});
+                   {.block_bytes = page_bytes,
+                    .capacity_blocks = static_cast<uint64_t>(tiers[2].capacity_blocks() + kSpare)});
 }
 
 inline constexpr TieredStoreOptions kTestOptions{.staging_pages = 4, .spare_dram_pages = kSpare};
@@ -127,7 +129,8 @@ bool expect_every_resident_block_intact(TieredStore& store, const Blocks& known_
   for (uint64_t block : known_blocks) {
     if (store.resident_tier(block) < 0) continue;
     const bool intact = store.read_block(block, buffer) && has_block_pattern(block, buffer);
-    EXPECT_TRUE(intact) << "block " << block << " in tier " << store.resident_tier(block) << " lost its bytes";
+    EXPECT_TRUE(intact) << "block " << block << " in tier " << store.resident_tier(block)
+                        << " lost its bytes";
     if (!intact) return false;
   }
   return true;
@@ -144,26 +147,30 @@ struct ReplayTotals {
 // page with exactly its pattern (placed blocks get theirs written first, as prefill would), and the
 // hits per tier equal the plain cache's. Every `full_check_every` requests, every block the store holds
 // anywhere is read back too.
-inline ReplayTotals replay_and_check(TieredStore& store, DevicePages& device, const std::vector<TierSpec>& tiers,
-                                     const std::vector<Request>& requests, int full_check_every = 10) {
+inline ReplayTotals replay_and_check(TieredStore& store, DevicePages& device,
+                                     const std::vector<TierSpec>& tiers, const std::vector<Request>& requests,
+                                     int full_check_every = 10) {
   TieredCache reference(tiers);
   DevicePatterns patterns(device, 64);
   ReplayTotals totals{.hits_by_tier = std::vector<int64_t>(tiers.size(), 0)};
   std::set<uint64_t> known;
   Admission expected;
   for (const Request& request : requests) {
-    const size_t fits = std::min<size_t>(request.block_ids.size(), static_cast<size_t>(tiers[0].capacity_blocks()));
+    const size_t fits =
+        std::min<size_t>(request.block_ids.size(), static_cast<size_t>(tiers[0].capacity_blocks()));
     const std::span<const uint64_t> chain = std::span<const uint64_t>(request.block_ids).first(fits);
     known.insert(chain.begin(), chain.end());
     StoreAdmission admission = store.admit(chain);
     EXPECT_EQ(admission.admitted, reference.admit(chain, expected));
     if (!admission.admitted) continue;
     const bool same_hits = admission.hits_by_tier == expected.prefix.hit_blocks_by_tier;
-    EXPECT_TRUE(same_hits) << "request " << totals.requests << ": hits per tier differ from the cache model's";
+    EXPECT_TRUE(same_hits) << "request " << totals.requests
+                           << ": hits per tier differ from the cache model's";
 
     const std::vector<uint64_t> wrong = fill_placed_and_check(patterns, admission, chain);
-    EXPECT_TRUE(wrong.empty()) << "request " << totals.requests << ": " << wrong.size() << " of " << chain.size()
-                               << " blocks do not read back from HBM, the first is " << wrong.front();
+    EXPECT_TRUE(wrong.empty()) << "request " << totals.requests << ": " << wrong.size() << " of "
+                               << chain.size() << " blocks do not read back from HBM, the first is "
+                               << wrong.front();
     for (size_t t = 0; t < tiers.size(); ++t) totals.hits_by_tier[t] += admission.hits_by_tier[t];
     store.release(admission);
     reference.release(expected);

@@ -25,7 +25,8 @@ std::array<SlotAccess, 2> slot_accesses(const Transfer& t) {
   const auto host = [&](const std::byte* address, bool write) {
     return SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(address), phase, write};
   };
-  const SlotAccess hbm{SlotSpace::kHbm, static_cast<uint64_t>(t.hbm_page), phase, t.path == TransferPath::kReload};
+  const SlotAccess hbm{SlotSpace::kHbm, static_cast<uint64_t>(t.hbm_page), phase,
+                       t.path == TransferPath::kReload};
   const SlotAccess nvme{SlotSpace::kNvme, t.key, phase, t.path == TransferPath::kNvmePut};
   switch (t.path) {
     case TransferPath::kOffload:

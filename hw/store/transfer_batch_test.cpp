@@ -65,7 +65,8 @@ TEST(TransferBatch, RunsPathsInOrderSoChainsWithinABatchComeOutRight) {
   TransferBatch batch;
   // Added in the opposite order of the paths: offload page 0, copy that host page on, reload into page 1.
   batch.add({.path = TransferPath::kReload, .key = 1, .hbm_page = 1, .host = destination});
-  batch.add({.path = TransferPath::kHostCopy, .key = 1, .host = host_page(6), .host_destination = destination});
+  batch.add(
+      {.path = TransferPath::kHostCopy, .key = 1, .host = host_page(6), .host_destination = destination});
   batch.add({.path = TransferPath::kOffload, .key = 1, .hbm_page = 0, .host = host_page(6)});
   TransferTotals totals{};
   run_batch(batch, device, nullptr, totals);

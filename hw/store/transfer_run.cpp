@@ -28,7 +28,8 @@ NvmeStore& require_store(NvmeStore* nvme) {
   return *nvme;
 }
 
-void run_path(TransferPath path, const std::vector<Transfer>& transfers, DevicePages& device, NvmeStore* nvme) {
+void run_path(TransferPath path, const std::vector<Transfer>& transfers, DevicePages& device,
+              NvmeStore* nvme) {
   const uint64_t page_bytes = device.page_bytes();
   switch (path) {
     case TransferPath::kOffload:

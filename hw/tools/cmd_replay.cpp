@@ -70,7 +70,9 @@ double quantile(std::vector<double> seconds, double q) {
 nlohmann::json report_json(const ReplayReport& r, const ReplayOptions& o) {
   nlohmann::json tiers = nlohmann::json::array();
   for (const TierSpec& t : r.tiers) {
-    tiers.push_back({{"name", t.name}, {"capacity_blocks", t.capacity_blocks()}, {"capacity_bytes", t.capacity_bytes},
+    tiers.push_back({{"name", t.name},
+                     {"capacity_blocks", t.capacity_blocks()},
+                     {"capacity_bytes", t.capacity_bytes},
                      {"policy", policy_name(t.policy)}});
   }
   double total = 0;
@@ -86,24 +88,31 @@ nlohmann::json report_json(const ReplayReport& r, const ReplayOptions& o) {
           {"tiers", tiers},
           {"requests", r.requests},
           {"truncated_requests", r.model.truncated_requests},
-          {"hits", {{"store", hits_json(r, r.store_hits)}, {"cache_model", hits_json(r, r.model.hits_by_tier)},
-                    {"agree", r.hits_agree()}}},
+          {"hits",
+           {{"store", hits_json(r, r.store_hits)},
+            {"cache_model", hits_json(r, r.model.hits_by_tier)},
+            {"agree", r.hits_agree()}}},
           {"events", events_json(r)},
           {"transfers", transfers_json(r)},
           {"batches", r.batches},
           {"request_transfer_seconds",
-           {{"total", total}, {"p50", quantile(r.admit_seconds, 0.5)}, {"p99", quantile(r.admit_seconds, 0.99)},
+           {{"total", total},
+            {"p50", quantile(r.admit_seconds, 0.5)},
+            {"p99", quantile(r.admit_seconds, 0.99)},
             {"max", quantile(r.admit_seconds, 1.0)}}},
-          {"verify", o.verify ? nlohmann::json{{"blocks", r.verified_blocks}, {"mismatched_blocks", r.mismatched_blocks}}
+          {"verify", o.verify ? nlohmann::json{{"blocks", r.verified_blocks},
+                                               {"mismatched_blocks", r.mismatched_blocks}}
                               : nlohmann::json(nullptr)}};
 }
 
 void print(const ReplayReport& r) {
-  std::printf("%s: %lld requests, %lld-token blocks, %s pages\n", r.trace.c_str(), static_cast<long long>(r.requests),
-              static_cast<long long>(r.block_tokens), format_bytes(static_cast<double>(r.page_bytes)).c_str());
+  std::printf("%s: %lld requests, %lld-token blocks, %s pages\n", r.trace.c_str(),
+              static_cast<long long>(r.requests), static_cast<long long>(r.block_tokens),
+              format_bytes(static_cast<double>(r.page_bytes)).c_str());
   std::printf("%-6s %14s %14s\n", "tier", "store hits", "model hits");
   for (size_t t = 0; t < r.tiers.size(); ++t) {
-    std::printf("%-6s %14lld %14lld\n", r.tiers[t].name.c_str(), static_cast<long long>(r.store_hits[t].blocks),
+    std::printf("%-6s %14lld %14lld\n", r.tiers[t].name.c_str(),
+                static_cast<long long>(r.store_hits[t].blocks),
                 static_cast<long long>(r.model.hits_by_tier[t].blocks));
   }
   std::printf("%-13s %9s %10s %10s %12s\n", "path", "blocks", "bytes", "seconds", "rate");
@@ -111,8 +120,8 @@ void print(const ReplayReport& r) {
     const PathTotals& t = r.transfers[static_cast<size_t>(p)];
     if (t.blocks == 0) continue;
     std::printf("%-13s %9lld %10s %10.4f %12s\n", transfer_path_name(static_cast<TransferPath>(p)),
-                static_cast<long long>(t.blocks), format_bytes(static_cast<double>(t.bytes)).c_str(), t.seconds,
-                t.seconds > 0 ? rate_text(static_cast<double>(t.bytes) / t.seconds).c_str() : "-");
+                static_cast<long long>(t.blocks), format_bytes(static_cast<double>(t.bytes)).c_str(),
+                t.seconds, t.seconds > 0 ? rate_text(static_cast<double>(t.bytes) / t.seconds).c_str() : "-");
   }
   std::printf("hits %s the cache model's\n", r.hits_agree() ? "equal" : "DIFFER FROM");
 }
@@ -122,9 +131,11 @@ void run(const ReplayArguments& arguments) {
   const ReplayReport report = run_replay(arguments.options);
   print(report);
   if (!arguments.out.empty()) write_json_file(arguments.out, report_json(report, arguments.options));
-  if (!report.hits_agree()) throw std::runtime_error("the store's hits per tier differ from the cache model's");
+  if (!report.hits_agree())
+    throw std::runtime_error("the store's hits per tier differ from the cache model's");
   if (report.mismatched_blocks > 0) {
-    throw std::runtime_error(std::to_string(report.mismatched_blocks) + " block(s) did not read back from HBM");
+    throw std::runtime_error(std::to_string(report.mismatched_blocks) +
+                             " block(s) did not read back from HBM");
   }
 }
 
@@ -134,32 +145,40 @@ void add_replay_command(CLI::App& app) {
   auto a = std::make_shared<ReplayArguments>();
   ReplayOptions& o = a->options;
   CLI::App* command = app.add_subcommand(
-      "replay", "Replay a trace through the GPU's tiered store (placement by the cache model), timed, and "
-                "compare its hits with the analytic cache's");
+      "replay",
+      "Replay a trace through the GPU's tiered store (placement by the cache model), timed, and "
+      "compare its hits with the analytic cache's");
   command->add_option("--trace", o.trace, "Trace file (default: the synthetic agent workload)");
-  command->add_option("--trace-format", o.trace_format, "auto, mooncake, bailian or native")->capture_default_str();
+  command->add_option("--trace-format", o.trace_format, "auto, mooncake, bailian or native")
+      ->capture_default_str();
   command->add_option("--model", o.model, "Model card (name or file)")->capture_default_str();
   command->add_option("--kv", o.kv, "KV layout of every tier (preset or file)")->capture_default_str();
   command->add_option("--block-tokens", o.block_tokens, "Tokens per block (0: the trace's own)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--hbm-blocks", o.hbm_blocks, "HBM tier capacity in blocks")->capture_default_str()->check(CLI::PositiveNumber);
+  command->add_option("--hbm-blocks", o.hbm_blocks, "HBM tier capacity in blocks")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   command->add_option("--dram-blocks", o.dram_blocks, "DRAM tier capacity in blocks (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   command->add_option("--nvme-blocks", o.nvme_blocks, "NVMe tier capacity in blocks (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--policy", o.policy, "Eviction policy of every tier: lru, lfu, arc, s3fifo")->capture_default_str();
+  command->add_option("--policy", o.policy, "Eviction policy of every tier: lru, lfu, arc, s3fifo")
+      ->capture_default_str();
   command->add_option("--spare-blocks", o.spare_blocks, "Pages per tier beyond its capacity, for batching")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   command->add_option("--dir", o.directory, "Directory for the NVMe store's file (a disk, not tmpfs)")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
-  command->add_option("--requests", o.requests, "Requests to replay (0: the whole trace)")->capture_default_str()->check(CLI::NonNegativeNumber);
+  command->add_option("--requests", o.requests, "Requests to replay (0: the whole trace)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   command->add_option("--seed", o.seed, "Seed of the synthetic workload")->capture_default_str();
-  command->add_flag("--verify", o.verify, "Write block patterns into computed pages and check every request's pages");
+  command->add_flag("--verify", o.verify,
+                    "Write block patterns into computed pages and check every request's pages");
   command->add_option("--out", a->out, "Also write the results as JSON to this file");
   command->callback([a] { run(*a); });
 }

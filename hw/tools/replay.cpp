@@ -1,10 +1,11 @@
 #include "replay.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <sstream>
-#include <unistd.h>
 
 #include "agent_workload.h"
 #include "block_pattern.h"
@@ -39,13 +40,15 @@ LoadedRequests load_requests(const ReplayOptions& o) {
     loaded.name = "synthetic (agent-default, seed " + std::to_string(o.seed) + ")";
     stream = open_trace_stream(std::move(text), loaded.name, read);
   } else {
-    read.format = o.trace_format == "auto" ? detect_trace_format(o.trace) : parse_trace_format(o.trace_format);
+    read.format =
+        o.trace_format == "auto" ? detect_trace_format(o.trace) : parse_trace_format(o.trace_format);
     loaded.name = o.trace;
     stream = open_trace(o.trace, read);
   }
   loaded.block_tokens = stream->block_tokens();
   Request request;
-  while ((o.requests == 0 || static_cast<int64_t>(loaded.requests.size()) < o.requests) && stream->next(request)) {
+  while ((o.requests == 0 || static_cast<int64_t>(loaded.requests.size()) < o.requests) &&
+         stream->next(request)) {
     loaded.requests.push_back(request);
   }
   return loaded;
@@ -56,12 +59,15 @@ std::vector<TierSpec> build_tiers(const ReplayOptions& o, const KvLayout& layout
   if (!parse_policy_name(o.policy, policy)) {
     throw ConfigError("--policy: unknown policy '" + o.policy + "', expected lru, lfu, arc or s3fifo");
   }
-  if (o.hbm_blocks <= 0 || o.dram_blocks < 0 || o.nvme_blocks < 0 || (o.nvme_blocks > 0 && o.dram_blocks == 0)) {
-    throw ConfigError("tier sizes: expected --hbm-blocks > 0, and --dram-blocks > 0 wherever --nvme-blocks > 0");
+  if (o.hbm_blocks <= 0 || o.dram_blocks < 0 || o.nvme_blocks < 0 ||
+      (o.nvme_blocks > 0 && o.dram_blocks == 0)) {
+    throw ConfigError(
+        "tier sizes: expected --hbm-blocks > 0, and --dram-blocks > 0 wherever --nvme-blocks > 0");
   }
   std::vector<TierSpec> tiers;
   const int64_t block_bytes = layout.bytes_per_block(block_tokens);
-  for (auto [name, blocks] : {std::pair{"hbm", o.hbm_blocks}, {"dram", o.dram_blocks}, {"nvme", o.nvme_blocks}}) {
+  for (auto [name, blocks] :
+       {std::pair{"hbm", o.hbm_blocks}, {"dram", o.dram_blocks}, {"nvme", o.nvme_blocks}}) {
     if (blocks == 0) break;
     tiers.push_back(single_tier(layout, block_tokens, blocks * block_bytes, policy));
     tiers.back().name = name;
@@ -72,15 +78,16 @@ std::vector<TierSpec> build_tiers(const ReplayOptions& o, const KvLayout& layout
 std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, uint64_t page_bytes) {
   if (o.nvme_blocks == 0) return nullptr;
   const std::string path =
-      (std::filesystem::path(o.directory) / ("kvtier-replay-" + std::to_string(::getpid()) + ".store")).string();
+      (std::filesystem::path(o.directory) / ("kvtier-replay-" + std::to_string(::getpid()) + ".store"))
+          .string();
   return NvmeStore::create(path, {.block_bytes = page_bytes,
                                   .capacity_blocks = static_cast<uint64_t>(o.nvme_blocks + o.spare_blocks)});
 }
 
 // --verify: placed blocks get their pattern (as prefill would write their KV), then every block of the
 // request must read back from its HBM page.
-void verify_request(DevicePatterns& patterns, const StoreAdmission& admission, std::span<const uint64_t> chain,
-                    ReplayReport& report) {
+void verify_request(DevicePatterns& patterns, const StoreAdmission& admission,
+                    std::span<const uint64_t> chain, ReplayReport& report) {
   report.mismatched_blocks += static_cast<int64_t>(fill_placed_and_check(patterns, admission, chain).size());
   report.verified_blocks += static_cast<int64_t>(chain.size());
 }
@@ -113,7 +120,8 @@ void replay_through_store(const ReplayOptions& o, const std::vector<Request>& re
 
 bool ReplayReport::hits_agree() const {
   for (size_t t = 0; t < store_hits.size(); ++t) {
-    if (store_hits[t].blocks != model.hits_by_tier[t].blocks || store_hits[t].tokens != model.hits_by_tier[t].tokens) {
+    if (store_hits[t].blocks != model.hits_by_tier[t].blocks ||
+        store_hits[t].tokens != model.hits_by_tier[t].tokens) {
       return false;
     }
   }
@@ -131,8 +139,9 @@ ReplayReport run_replay(const ReplayOptions& o) {
 
   GpuDevicePages device(layout_page_bytes(layout, loaded.block_tokens), o.hbm_blocks + o.spare_blocks);
   report.page_bytes = device.page_bytes();
-  TieredStore store(report.tiers, device, open_nvme_tier(o, device.page_bytes()),
-                    {.staging_pages = std::max<int64_t>(o.spare_blocks, 1), .spare_dram_pages = o.spare_blocks});
+  TieredStore store(
+      report.tiers, device, open_nvme_tier(o, device.page_bytes()),
+      {.staging_pages = std::max<int64_t>(o.spare_blocks, 1), .spare_dram_pages = o.spare_blocks});
   replay_through_store(o, loaded.requests, store, device, report);
   report.events = store.cache().traffic();
   report.transfers = store.transfers();
