@@ -47,16 +47,17 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;  // the widest team of lanes that exchange values, not the hardware width
 constexpr int kBucketBits = 11;
 constexpr int kBuckets = 1 << kBucketBits;
-constexpr int kQuantizeElements = 16;   // per lane in the TurboQuant quantize kernel (see TurboQuantShape)
 constexpr int kDequantizeElements = 8;  // per lane in the int4 dequantize kernel
 
-// The quantize lanes' layout: `MaxElements` consecutive elements per lane (16; at 32 a thread needed
-// 104 registers, two blocks fitted on an SM and the kernel waited on latency, ncu: 0.47 instructions
-// issued per cycle, which one more shuffle stage of the transform costs less than).
-template <int D, int MaxElements>
-struct TurboQuantShape {
-  static constexpr int kElements = D / MaxElements > 32 ? D / 32 : (D < MaxElements ? D : MaxElements);
+// The quantize lanes' layout: 16 consecutive elements per lane, D / 16 lanes per vector (2 to 32 for
+// head_dim 32 to 512). At 32 per lane a thread needed 104 registers, two blocks fitted on an SM and the
+// kernel waited on latency (ncu: 0.47 instructions issued per cycle), which one more shuffle stage of
+// the transform costs less than.
+template <int D>
+struct QuantizeLayout {
+  static constexpr int kElements = 16;          // per lane
   static constexpr int kLanes = D / kElements;  // per vector
+  static_assert(kLanes >= 2 && kLanes <= kWarp, "a team of lanes fits in a warp");
 };
 
 // Loads N bf16 values (N a multiple of 8, 16-byte aligned) as N/2 packed 32-bit words.
@@ -373,8 +374,7 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
                                             const uint16_t* v, uint8_t* slots, int64_t vectors,
                                             const CellBucket* cells, const float* boundaries,
                                             const uint32_t* flips) {
-  using S = TurboQuantShape<D, kQuantizeElements>;
-  constexpr int E = S::kElements, L = S::kLanes;
+  constexpr int E = QuantizeLayout<D>::kElements, L = QuantizeLayout<D>::kLanes;
   const int lane = threadIdx.x % L;
   const uint32_t none[E / 2] = {};
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
@@ -442,14 +442,14 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// The dequantize lanes' layout: a vector is D / 8 chunks of 8 elements, and lane l of a team of L holds
-// chunks l, l + L, l + 2L, ... (J = 32 / 8 of them; all of a vector when D = 32). For each j the team's
+// The dequantize lanes' layout: a vector is D / 8 chunks of 8 elements, and lane l of a team of L = D / 32
+// holds chunks l, l + L, l + 2L, ... (J = 32 / 8 of them; all of a vector when D = 32). For each j the team's
 // 16-byte stores are contiguous, so they coalesce as with 8 elements per lane, while the transform keeps
 // 32 elements in registers: only log2(L) of its stages go through shuffles (two at D = 128, not four).
 template <int D>
 struct DequantizeLayout {
   static constexpr int kChunk = 8;
-  static constexpr int kElements = D < 32 ? D : 32;   // per lane
+  static constexpr int kElements = 32;                // per lane (head_dim is at least 32)
   static constexpr int kChunks = kElements / kChunk;  // J
   static constexpr int kLanes = D / kElements;        // L
 };
@@ -721,7 +721,7 @@ void turboquant_quantize(const TurboQuantParams& params, const uint16_t* k, cons
   if (vectors <= 0) return;
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    constexpr int kLanes = TurboQuantShape<kD, kQuantizeElements>::kLanes;
+    constexpr int kLanes = QuantizeLayout<kD>::kLanes;
     turboquant_quantize_kernel<kD>
         <<<blocks_for<turboquant_quantize_kernel<kD>>(vectors, kThreads / kLanes), kThreads, 0, stream>>>(
             params, k, v, slots, vectors);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <random>
 
+#include "fault_injecting_file.h"
 #include "memory_region.h"
 #include "store_error.h"
 
@@ -30,34 +31,6 @@ class NvmeStoreTest : public ::testing::Test {
   std::string file(const char* name) const { return (dir_ / name).string(); }
 
   fs::path dir_;
-};
-
-// Counts the I/Os reaching the file and fails every write after the first `writes_allowed`, the way
-// a disk that fills up or breaks mid-run does.
-struct IoLog {
-  int writes = 0;
-  int reads = 0;
-  int writes_allowed = 1 << 30;
-};
-
-class FaultInjectingFile : public BlockFile {
- public:
-  FaultInjectingFile(std::unique_ptr<BlockFile> inner, std::shared_ptr<IoLog> log)
-      : inner_(std::move(inner)), log_(std::move(log)) {}
-  uint64_t size() const override { return inner_->size(); }
-  void write_at(uint64_t offset, std::span<const iovec> buffers) override {
-    if (log_->writes >= log_->writes_allowed) throw_io_error("injected write failure", ENOSPC);
-    ++log_->writes;
-    inner_->write_at(offset, buffers);
-  }
-  void read_at(uint64_t offset, std::span<const iovec> buffers) override {
-    ++log_->reads;
-    inner_->read_at(offset, buffers);
-  }
-
- private:
-  std::unique_ptr<BlockFile> inner_;
-  std::shared_ptr<IoLog> log_;
 };
 
 std::unique_ptr<NvmeStore> logged_store(const std::string& path, const NvmeStoreOptions& options,

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "fault_injecting_file.h"
 #include "host_memory_pages.h"
 #include "tiered_store.h"
 #include "tiered_store_test_support.h"
@@ -13,23 +14,6 @@ namespace kvtier::hw {
 namespace {
 
 using namespace testing;
-
-// Fails every write once `fail` is set, the way a disk that broke mid-run does.
-class FailingFile : public BlockFile {
- public:
-  FailingFile(std::unique_ptr<BlockFile> inner, std::shared_ptr<bool> fail)
-      : inner_(std::move(inner)), fail_(std::move(fail)) {}
-  uint64_t size() const override { return inner_->size(); }
-  void write_at(uint64_t offset, std::span<const iovec> buffers) override {
-    if (*fail_) throw_io_error("injected write failure", EIO);
-    inner_->write_at(offset, buffers);
-  }
-  void read_at(uint64_t offset, std::span<const iovec> buffers) override { inner_->read_at(offset, buffers); }
-
- private:
-  std::unique_ptr<BlockFile> inner_;
-  std::shared_ptr<bool> fail_;
-};
 
 using Residency = std::map<uint64_t, int>;  // block -> tier, for every block held
 
@@ -133,15 +117,16 @@ TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
   ScratchDirectory dir("failing");
   HostMemoryPages device(8, kPageBytes);
   const NvmeStoreOptions options{.block_bytes = kPageBytes, .capacity_blocks = 16};
-  auto fail = std::make_shared<bool>(false);
+  auto log = std::make_shared<IoLog>();
   auto file =
       std::make_unique<DirectFile>(dir.file("nvme.store"), NvmeStore::file_bytes(options), IoMode::kBuffered);
   TieredStore store(
       tiers, device,
-      std::make_unique<NvmeStore>(std::make_unique<FailingFile>(std::move(file), fail), options));
+      std::make_unique<NvmeStore>(std::make_unique<FaultInjectingFile>(std::move(file), log), options));
   // The disk breaks once the NVMe tier holds blocks, so there is something to lose.
-  const FailureOutcome outcome =
-      run_until_failure(store, device, tiers, [&](size_t blocks_seen) { *fail = blocks_seen >= 150; });
+  const FailureOutcome outcome = run_until_failure(store, device, tiers, [&](size_t blocks_seen) {
+    if (blocks_seen >= 150) log->writes_allowed = 0;
+  });
   EXPECT_EQ(outcome.code, StoreErrc::kIo);
   EXPECT_GT(std::count_if(outcome.before.begin(), outcome.before.end(),
                           [](const auto& b) { return b.second == 2; }),
