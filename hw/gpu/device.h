@@ -5,7 +5,13 @@
 // 32 lanes with every lane of the group active, which means the same thing on both.
 #pragma once
 
+#include <cstdint>
+
 #include "gpu/vendor.h"
+
+#if defined(KVTIER_GPU_HIP)
+#include <hip/hip_fp16.h>
+#endif
 
 namespace kvtier::gpu {
 
@@ -17,6 +23,42 @@ __device__ inline T shfl_xor(T v, int lane_mask, int width) {
 #else
   return __shfl_xor(v, lane_mask, width);
 #endif
+}
+
+// Two floats as a word of bf16, `lo` in the low half, each rounded to nearest even; the same bits as
+// rounding each by hand for every input that is not NaN (the hardware returns its canonical NaN). CUDA
+// has one instruction for the pair on sm_80 and later; elsewhere it is the integer rounding.
+__device__ inline uint32_t pack_bf16x2_rn(float lo, float hi) {
+#if defined(KVTIER_GPU_CUDA) && __CUDA_ARCH__ >= 800
+  uint32_t packed;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(packed) : "f"(hi), "f"(lo));
+  return packed;
+#else
+  const uint32_t a = __float_as_uint(lo), b = __float_as_uint(hi);
+  return __byte_perm(a + 0x7fffu + ((a >> 16) & 1u), b + 0x7fffu + ((b >> 16) & 1u), 0x7632);
+#endif
+}
+
+// The fp16 bits of `f` rounded to nearest even by the hardware conversion (infinite from 65520 up).
+__device__ inline uint16_t fp16_bits_rn(float f) {
+  uint16_t bits;
+#if defined(KVTIER_GPU_CUDA)
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(bits) : "f"(f));
+#else
+  bits = __half_as_ushort(__float2half_rn(f));
+#endif
+  return bits;
+}
+
+// The value of fp16 bits `h` that are not NaN, by the hardware conversion (exact).
+__device__ inline float fp16_bits_value(uint16_t h) {
+  float f;
+#if defined(KVTIER_GPU_CUDA)
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+#else
+  f = __half2float(__ushort_as_half(h));
+#endif
+  return f;
 }
 
 }  // namespace kvtier::gpu

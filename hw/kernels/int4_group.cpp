@@ -46,10 +46,9 @@ void int4_group_quantize_reference(const Int4GroupParams& params, std::span<cons
     uint8_t* group_params = record + d / 2;
     for (int first = 0; first < d; first += g) {
       float lo = INFINITY, hi = -INFINITY;
-      for (int i = first; i < first + g; ++i) {
-        lo = std::fmin(lo, bf16_to_float(in[i]));
-        hi = std::fmax(hi, bf16_to_float(in[i]));
-      }
+      for (int i = first; i < first + g; ++i) widen_bounds(bf16_to_float(in[i]), lo, hi);
+      lo = canonical_zero(lo);
+      hi = canonical_zero(hi);
       uint16_t zero_h = float_to_fp16(lo);
       uint16_t scale_h = float_to_fp16((hi - lo) / 15.0f);
       float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));

@@ -76,6 +76,14 @@ void BM_DeviceToDeviceCopy(benchmark::State& state) {
   set_rate_counters(state, 2 * kGiB);
 }
 
+// Writing alone, for the kernels that write four times what they read (dequantize): cudaMemset of 1 GiB,
+// counting the bytes written.
+void BM_DeviceMemset(benchmark::State& state) {
+  DeviceBuffer<std::byte> a(kGiB);
+  time_iterations(state, kGiB, [&] { KVTIER_GPU_CHECK(gpuMemsetAsync(a.data(), 0x5a, kGiB, nullptr)); });
+  set_rate_counters(state, kGiB);
+}
+
 // Moves 1 GiB of pages of state.range(0) bytes in a shuffled order; two groups (3/4 and 1/4 of each page,
 // as a bf16 group beside a packed-uint8 group) in their own pools.
 void page_copy_benchmark(benchmark::State& state, TransferDirection direction) {
@@ -160,6 +168,7 @@ void BM_Int4Dequantize(benchmark::State& state) {
 }
 
 BENCHMARK(BM_DeviceToDeviceCopy)->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DeviceMemset)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Gather)
     ->RangeMultiplier(4)
     ->Range(16 << 10, 1 << 20)

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu/check.h"
@@ -175,31 +177,147 @@ std::vector<uint16_t> synthetic_bf16(size_t vectors, int d, uint32_t seed, bool 
   return out;
 }
 
+// bf16 vectors across the encodings' edge cases, one regime per vector: magnitudes whose fp16 scale or
+// norm is subnormal (1e-6) or saturates (1e5), squares that overflow to an infinite norm (1e20), a
+// constant, zeros of both signs, raw bit patterns (NaN, infinities, bf16 subnormals), and all infinite.
+std::vector<uint16_t> edge_case_bf16(size_t vectors, int d, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  const float magnitudes[] = {1e-6f, 1.0f, 3e4f, 1e5f, 1e20f};
+  std::vector<uint16_t> out(vectors * d);
+  for (size_t n = 0; n < vectors; ++n) {
+    const size_t regime = n % 9;
+    const uint16_t constant = float_to_bf16(normal(rng)), infinite = rng() % 2 != 0 ? 0x7f80 : 0xff80;
+    for (int i = 0; i < d; ++i) {
+      uint16_t& x = out[n * d + i];
+      if (regime < 5) x = float_to_bf16(normal(rng) * magnitudes[regime]);
+      if (regime == 5) x = constant;
+      if (regime == 6) x = rng() % 2 != 0 ? 0x8000 : 0x0000;
+      if (regime == 7) x = static_cast<uint16_t>(rng());
+      if (regime == 8) x = infinite;
+    }
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<T> to_host(const DeviceBuffer<T>& buffer, size_t n) {
+  std::vector<T> out(n);
+  buffer.download(out.data(), n);
+  return out;
+}
+
+// Expects equal buffers of records `stride` elements long; a failure names the first differing record,
+// its offset and both values, and how many elements differ.
+template <typename T>
+void expect_same(const std::vector<T>& got, const std::vector<T>& expected, size_t stride,
+                 const std::string& what) {
+  ASSERT_EQ(got.size(), expected.size()) << what;
+  size_t first = got.size(), differing = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == expected[i]) continue;
+    if (differing++ == 0) first = i;
+  }
+  EXPECT_EQ(differing, 0u) << what << ": first at record " << first / stride << ", offset " << first % stride
+                           << ": got 0x" << std::hex << +got[first] << ", expected 0x" << +expected[first];
+}
+
+// Quantizes k and v on the GPU and by the reference and checks the slots agree; returns them.
+std::vector<uint8_t> check_turboquant_quantize(const TurboQuantParams& params, const std::vector<uint16_t>& k,
+                                               const std::vector<uint16_t>& v) {
+  const size_t vectors = k.size() / params.head_dim;
+  std::vector<uint8_t> expected(vectors * params.slot_bytes);
+  turboquant_quantize_reference(params, k, v, expected);
+  DeviceBuffer<uint16_t> dk(k.size()), dv(v.size());
+  DeviceBuffer<uint8_t> slots(expected.size());
+  dk.upload(k.data(), k.size());
+  dv.upload(v.data(), v.size());
+  turboquant_quantize(params, dk.data(), dv.data(), slots.data(), static_cast<int64_t>(vectors), nullptr);
+  expect_same(to_host(slots, expected.size()), expected, params.slot_bytes,
+              "quantize, head_dim " + std::to_string(params.head_dim));
+  return expected;
+}
+
+void check_turboquant_dequantize(const TurboQuantParams& params, const std::vector<uint8_t>& slots) {
+  const size_t vectors = slots.size() / params.slot_bytes, n = vectors * params.head_dim;
+  std::vector<uint16_t> k_ref(n), v_ref(n);
+  turboquant_dequantize_reference(params, slots, k_ref, v_ref);
+  DeviceBuffer<uint8_t> device_slots(slots.size());
+  device_slots.upload(slots.data(), slots.size());
+  DeviceBuffer<uint16_t> dk(n), dv(n);
+  turboquant_dequantize(params, device_slots.data(), dk.data(), dv.data(), static_cast<int64_t>(vectors),
+                        nullptr);
+  const std::string shape = ", head_dim " + std::to_string(params.head_dim);
+  expect_same(to_host(dk, n), k_ref, params.head_dim, "dequantize K" + shape);
+  expect_same(to_host(dv, n), v_ref, params.head_dim, "dequantize V" + shape);
+}
+
 TEST_F(GpuKernels, TurboQuantMatchesReferenceBitForBit) {
   for (int d : {32, 64, 128, 256, 512}) {
     const size_t vectors = 1001;
     TurboQuantParams params = turboquant_params(d);
-    std::vector<uint16_t> k = synthetic_bf16(vectors, d, 40 + d, true),
-                          v = synthetic_bf16(vectors, d, 41, false);
-    std::vector<uint8_t> expected(vectors * params.slot_bytes);
-    turboquant_quantize_reference(params, k, v, expected);
-    DeviceBuffer<uint16_t> dk(k.size()), dv(v.size());
-    DeviceBuffer<uint8_t> slots(expected.size());
-    dk.upload(k.data(), k.size());
-    dv.upload(v.data(), v.size());
-    turboquant_quantize(params, dk.data(), dv.data(), slots.data(), vectors, nullptr);
-    std::vector<uint8_t> got(expected.size());
-    slots.download(got.data(), got.size());
-    ASSERT_EQ(got, expected) << "quantize, head_dim " << d;
-
-    std::vector<uint16_t> k_ref(k.size()), v_ref(v.size()), k_got(k.size()), v_got(v.size());
-    turboquant_dequantize_reference(params, expected, k_ref, v_ref);
-    turboquant_dequantize(params, slots.data(), dk.data(), dv.data(), vectors, nullptr);
-    dk.download(k_got.data(), k_got.size());
-    dv.download(v_got.data(), v_got.size());
-    ASSERT_EQ(k_got, k_ref) << "dequantize K, head_dim " << d;
-    ASSERT_EQ(v_got, v_ref) << "dequantize V, head_dim " << d;
+    std::vector<uint8_t> slots = check_turboquant_quantize(params, synthetic_bf16(vectors, d, 40 + d, true),
+                                                           synthetic_bf16(vectors, d, 41, false));
+    check_turboquant_dequantize(params, slots);
   }
+}
+
+TEST_F(GpuKernels, TurboQuantMatchesReferenceOnEdgeCases) {
+  for (int d : {32, 128, 512}) {
+    const size_t vectors = 999;
+    TurboQuantParams params = turboquant_params(d);
+    check_turboquant_quantize(params, edge_case_bf16(vectors, d, 60 + d), edge_case_bf16(vectors, d, 61 + d));
+    // Arbitrary slots: NaN and infinite norms, scales and zeros, every nibble.
+    std::vector<std::byte> bytes = random_bytes(vectors * params.slot_bytes, 62 + d);
+    std::vector<uint8_t> slots(bytes.size());
+    std::memcpy(slots.data(), bytes.data(), bytes.size());
+    check_turboquant_dequantize(params, slots);
+  }
+}
+
+TEST_F(GpuKernels, TurboQuantWithCloseBoundariesTakesTheSearchAndMatchesReference) {
+  TurboQuantParams params = turboquant_params(128);
+  // Boundaries 8 and 9 (about 0.258) in one bucket of the cell table: the table would put every z from
+  // there to the bucket's end (0.3125) one cell too low.
+  params.codebook.boundaries[9] = std::nextafter(params.codebook.boundaries[8], 1.0f);
+  const size_t vectors = 515;
+  check_turboquant_quantize(params, synthetic_bf16(vectors, 128, 80, true),
+                            synthetic_bf16(vectors, 128, 81, false));
+}
+
+Int4GroupParams int4_params(int d, int g) {
+  Encoding encoding;
+  encoding.kind = EncodingKind::kInt4Group;
+  encoding.group_size = g;
+  return int4_group_params(d, encoding);
+}
+
+std::string int4_shape(const Int4GroupParams& params) {
+  return ", d " + std::to_string(params.row_elements) + ", group " + std::to_string(params.group_size);
+}
+
+std::vector<uint8_t> check_int4_quantize(const Int4GroupParams& params, const std::vector<uint16_t>& x) {
+  const size_t rows = x.size() / params.row_elements;
+  std::vector<uint8_t> expected(rows * params.record_bytes());
+  int4_group_quantize_reference(params, x, expected);
+  DeviceBuffer<uint16_t> dx(x.size());
+  DeviceBuffer<uint8_t> records(expected.size());
+  dx.upload(x.data(), x.size());
+  int4_group_quantize(params, dx.data(), records.data(), static_cast<int64_t>(rows), nullptr);
+  expect_same(to_host(records, expected.size()), expected, params.record_bytes(),
+              "quantize" + int4_shape(params));
+  return expected;
+}
+
+void check_int4_dequantize(const Int4GroupParams& params, const std::vector<uint8_t>& records) {
+  const size_t rows = records.size() / params.record_bytes(), n = rows * params.row_elements;
+  std::vector<uint16_t> expected(n);
+  int4_group_dequantize_reference(params, records, expected);
+  DeviceBuffer<uint8_t> device_records(records.size());
+  device_records.upload(records.data(), records.size());
+  DeviceBuffer<uint16_t> dx(n);
+  int4_group_dequantize(params, device_records.data(), dx.data(), static_cast<int64_t>(rows), nullptr);
+  expect_same(to_host(dx, n), expected, params.row_elements, "dequantize" + int4_shape(params));
 }
 
 TEST_F(GpuKernels, Int4GroupMatchesReferenceBitForBit) {
@@ -211,28 +329,20 @@ TEST_F(GpuKernels, Int4GroupMatchesReferenceBitForBit) {
   };
   for (const Case& c : {Case{128, 8, 777}, Case{128, 32, 777}, Case{128, 128, 777}, Case{96, 32, 777},
                         Case{128, 32, 100003}}) {
-    const int g = c.g;
-    const size_t rows = c.rows;
-    Encoding encoding;
-    encoding.kind = EncodingKind::kInt4Group;
-    encoding.group_size = g;
-    Int4GroupParams params = int4_group_params(c.d, encoding);
-    std::vector<uint16_t> x = synthetic_bf16(rows, c.d, 50 + g, true);
-    std::vector<uint8_t> expected(rows * params.record_bytes());
-    int4_group_quantize_reference(params, x, expected);
-    DeviceBuffer<uint16_t> dx(x.size());
-    DeviceBuffer<uint8_t> records(expected.size());
-    dx.upload(x.data(), x.size());
-    int4_group_quantize(params, dx.data(), records.data(), rows, nullptr);
-    std::vector<uint8_t> got(expected.size());
-    records.download(got.data(), got.size());
-    ASSERT_EQ(got, expected) << "quantize, d " << c.d << ", group " << g << ", rows " << rows;
+    const Int4GroupParams params = int4_params(c.d, c.g);
+    check_int4_dequantize(params, check_int4_quantize(params, synthetic_bf16(c.rows, c.d, 50 + c.g, true)));
+  }
+}
 
-    std::vector<uint16_t> x_ref(x.size()), x_got(x.size());
-    int4_group_dequantize_reference(params, expected, x_ref);
-    int4_group_dequantize(params, records.data(), dx.data(), rows, nullptr);
-    dx.download(x_got.data(), x_got.size());
-    ASSERT_EQ(x_got, x_ref) << "dequantize, d " << c.d << ", group " << g << ", rows " << rows;
+TEST_F(GpuKernels, Int4GroupMatchesReferenceOnEdgeCases) {
+  for (int g : {8, 32, 128}) {
+    const Int4GroupParams params = int4_params(128, g);
+    const size_t rows = 999;
+    check_int4_quantize(params, edge_case_bf16(rows, 128, 70 + g));
+    std::vector<std::byte> bytes = random_bytes(rows * params.record_bytes(), 71 + g);
+    std::vector<uint8_t> records(bytes.size());
+    std::memcpy(records.data(), bytes.data(), bytes.size());
+    check_int4_dequantize(params, records);
   }
 }
 

@@ -9,7 +9,7 @@ OUT=${OUT:-gpu-profile}
 BUILD=${BUILD:-build-gpu}
 NCU=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
 read -r -a benchmarks <<<"${BENCHMARKS:-BM_TurboQuantQuantize BM_TurboQuantDequantize BM_Int4Quantize/32 BM_Int4Dequantize/32}"
-sections=(SpeedOfLight LaunchStats Occupancy SchedulerStats WarpStateStats MemoryWorkloadAnalysis InstructionStats)
+sections=(SpeedOfLight LaunchStats Occupancy SchedulerStats WarpStateStats MemoryWorkloadAnalysis MemoryWorkloadAnalysis_Tables ComputeWorkloadAnalysis InstructionStats)
 mkdir -p "$OUT"
 for i in "${!benchmarks[@]}"; do
   log="$OUT/ncu-$i.txt"

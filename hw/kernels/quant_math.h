@@ -5,7 +5,9 @@
 // contraction off on both (hw/CMakeLists.txt), their outputs are bit-identical. The bf16 and fp16
 // conversions are written out because they must exist on the host without a GPU toolchain and agree
 // bit for bit with the device (round to nearest even; fp16 saturates at +-65504, as a stored scale
-// must not become infinite).
+// must not become infinite). A NaN converts to one canonical quiet NaN, whatever its sign and payload:
+// those differ between an x86 CPU and a GPU (inf - inf is negative on x86, and a GPU returns its own
+// NaN from arithmetic on NaNs), so keeping them would make the encodings platform-dependent.
 #pragma once
 
 #include <bit>
@@ -41,7 +43,7 @@ KVTIER_HD float bf16_to_float(uint16_t h) {
 
 KVTIER_HD uint16_t float_to_bf16(float f) {
   uint32_t u = float_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);  // quiet NaN
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0u;  // the canonical NaN
   u += 0x7fffu + ((u >> 16) & 1u);
   return static_cast<uint16_t>(u >> 16);
 }
@@ -70,7 +72,7 @@ KVTIER_HD uint16_t float_to_fp16(float f) {
   uint32_t u = float_bits(f);
   uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   uint32_t magnitude = u & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (magnitude > 0x7f800000u) return 0x7e00u;          // the canonical NaN
   if (magnitude >= 0x477fe000u) return sign | 0x7bffu;  // >= 65504: saturate
   if (magnitude >= 0x38800000u) {                       // normal in fp16
     uint32_t rebiased = magnitude - 0x38000000u;        // exponent 127 -> 15 bias
@@ -120,8 +122,23 @@ KVTIER_HD float inverse_scale(float scale) {
 KVTIER_HD uint32_t affine_nibble(float x, float zero, float inverse) {
   float q = (x - zero) * inverse + 0.5f;
   if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
-  uint32_t n = static_cast<uint32_t>(q);
-  return n > 15u ? 15u : n;
+  if (q >= 15.0f) return 15;   // before the conversion, which is undefined past 2^32
+  return static_cast<uint32_t>(q);
+}
+
+// Widens [lo, hi] to hold x; NaN is skipped, signalling NaN included (which std::fmin, following IEEE
+// minNum, turns into a NaN result). The GPU kernels' fminf/fmaxf give the same bounds up to the sign of
+// a zero bound, which canonical_zero removes.
+KVTIER_HD void widen_bounds(float x, float& lo, float& hi) {
+  if (x < lo) lo = x;
+  if (x > hi) hi = x;
+}
+
+// The bounds min/max quantization stores, with a zero of either sign made +0: which zero a minimum of
+// +0 and -0 returns differs between std::fmin on x86 and a GPU's fminf. Addition keeps every other
+// value as it is.
+KVTIER_HD float canonical_zero(float bound) {
+  return bound + 0.0f;
 }
 
 KVTIER_HD float affine_value(uint32_t nibble, float zero, float scale) {

@@ -10,8 +10,8 @@
 // registers and the others through shuffles, in the same order. The Walsh-Hadamard stages below E run
 // in registers, the log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
 // lookup keyed by the top 11 bits of the float (sign, exponent, two mantissa bits) and one comparison,
-// which equals the reference's binary search whenever no bucket holds two boundaries (checked per block;
-// otherwise the kernel runs its copy of the loop that uses the search).
+// which equals the reference's binary search whenever no bucket holds two boundaries (checked on the host
+// once per codebook; otherwise the launch takes the kernel that runs the search).
 //
 // TurboQuant dequantize: 32 elements per lane in interleaved 8-element chunks (DequantizeLayout), so
 // that the transform needs few shuffles while the lanes' 16-byte stores stay contiguous.
@@ -32,6 +32,7 @@
 // width: teams have at most 32 lanes, HIP's 64-lane wavefronts just hold two such warps.
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -84,16 +85,22 @@ __device__ void unpack_bf16(const uint32_t* words, const uint32_t* flip, float* 
   }
 }
 
-// float_to_bf16 for a value known not to be NaN, as the rounded bits in the upper half.
-__device__ uint32_t bf16_rounded_bits(float f) {
-  uint32_t u = float_bits(f);
-  return u + 0x7fffu + ((u >> 16) & 1u);
-}
-
 // Two floats as one word of bf16 (lo in the low half) XOR `flip`; `finite` says neither can be NaN.
 __device__ uint32_t pack_bf16(float lo, float hi, bool finite, uint32_t flip) {
-  if (finite) return __byte_perm(bf16_rounded_bits(lo), bf16_rounded_bits(hi), 0x7632) ^ flip;
+  if (finite) return gpu::pack_bf16x2_rn(lo, hi) ^ flip;
   return (float_to_bf16(lo) | (static_cast<uint32_t>(float_to_bf16(hi)) << 16)) ^ flip;
+}
+
+// float_to_fp16 (quant_math.h) in a few instructions: a value that is not NaN saturates at +-65504 by
+// clamping and is then rounded by the hardware conversion, as the software one rounds.
+__device__ uint16_t fp16_saturated(float f) {
+  if (f != f) return 0x7e00u;
+  return gpu::fp16_bits_rn(fminf(fmaxf(f, -65504.0f), 65504.0f));
+}
+
+// fp16_to_float (quant_math.h) in one instruction, for bits that are not NaN (a NaN stays a NaN).
+__device__ float fp16_value(uint16_t h) {
+  return gpu::fp16_bits_value(h);
 }
 
 template <int N>
@@ -202,28 +209,46 @@ struct CellBucket {
 };
 static_assert(sizeof(CellBucket) == 8);
 
-// Fills the bucket table of `book` (all threads of the block) and returns, to every thread, whether it
-// reproduces the binary search for every input the kernel can produce: the boundaries ascend and no
-// bucket holds two of them. The top bucket of +inf also holds signalling NaNs, which a product never is;
-// the other NaN buckets map to cell 0, as the search does.
-__device__ bool build_cell_table(const TurboQuantCodebook& book, CellBucket* table, float* boundaries) {
-  if (threadIdx.x < 15) boundaries[threadIdx.x] = book.boundaries[threadIdx.x];
-  bool valid = true;
-  for (int i = 0; i + 1 < 15; ++i) valid = valid && book.boundaries[i] <= book.boundaries[i + 1];
-  for (uint32_t key = threadIdx.x; key < kBuckets; key += blockDim.x) {
-    const uint32_t first = key << (32 - kBucketBits), last = first | ((1u << (32 - kBucketBits)) - 1u);
-    const bool negative = (key >> (kBucketBits - 1)) != 0;
-    const bool special = ((first >> 23) & 0xffu) == 0xffu;  // infinities and NaNs
-    const float low = bits_float(negative ? last : first), high = bits_float(negative ? first : last);
-    uint32_t cell = 0;
-    if (!special || first == 0x7f800000u) {
-      const float bottom = special ? INFINITY : low;
-      while (cell < 15 && book.boundaries[cell] < bottom) ++cell;
-      if (!special && cell + 1 < 15 && book.boundaries[cell + 1] < high) valid = false;
-    }
-    table[key] = {cell < 15 ? book.boundaries[cell] : INFINITY, cell};
+// The bucket of `key` for ascending boundaries; `exact` is false if the bucket holds two boundaries (then
+// the table cannot stand in for the binary search). The top bucket of +inf also holds signalling NaNs,
+// which a product never is; the other NaN buckets map to cell 0, as the search does.
+__host__ __device__ CellBucket cell_bucket(const TurboQuantCodebook& book, uint32_t key, bool& exact) {
+  const uint32_t first = key << (32 - kBucketBits), last = first | ((1u << (32 - kBucketBits)) - 1u);
+  const bool negative = (key >> (kBucketBits - 1)) != 0;
+  const bool special = ((first >> 23) & 0xffu) == 0xffu;  // infinities and NaNs
+  const float low = bits_float(negative ? last : first), high = bits_float(negative ? first : last);
+  uint32_t cell = 0;
+  if (!special || first == 0x7f800000u) {
+    const float bottom = special ? INFINITY : low;
+    while (cell < 15 && book.boundaries[cell] < bottom) ++cell;
+    if (!special && cell + 1 < 15 && book.boundaries[cell + 1] < high) exact = false;
   }
-  return __syncthreads_and(valid) != 0;
+  return {cell < 15 ? book.boundaries[cell] : INFINITY, cell};
+}
+
+// Whether the cell table of `book` reproduces the binary search for every input the kernel can produce:
+// the boundaries ascend and no bucket holds two of them. Decided on the host, once per codebook, so that
+// the kernel's choice is a template argument: branching on a value computed in the kernel put every
+// shuffle of the quantize loop inside convergence code (WARPSYNC), as the compiler cannot tell that the
+// value is the same in every lane.
+bool cell_table_is_exact(const TurboQuantCodebook& book) {
+  thread_local TurboQuantCodebook last_book{};
+  thread_local bool last_exact = false, known = false;
+  if (known && std::memcmp(&last_book, &book, sizeof book) == 0) return last_exact;
+  bool exact = true;
+  for (int i = 0; i + 1 < 15; ++i) exact = exact && book.boundaries[i] <= book.boundaries[i + 1];
+  for (uint32_t key = 0; key < kBuckets && exact; ++key) cell_bucket(book, key, exact);
+  last_book = book;
+  last_exact = exact;
+  known = true;
+  return exact;
+}
+
+// Fills the bucket table of `book` (all threads of the block).
+__device__ void build_cell_table(const TurboQuantCodebook& book, CellBucket* table) {
+  bool exact = true;
+  for (uint32_t key = threadIdx.x; key < kBuckets; key += blockDim.x)
+    table[key] = cell_bucket(book, key, exact);
 }
 
 // kUseTable is a template argument so that the choice is made once per kernel, not per element.
@@ -335,9 +360,12 @@ __device__ void min_max(const float* x, float& lo, float& hi) {
 template <int E>
 __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& scale_h, uint16_t& zero_h,
                                 uint32_t* packed) {
-  zero_h = float_to_fp16(lo);
-  scale_h = float_to_fp16((hi - lo) / 15.0f);
-  const float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
+  lo = canonical_zero(lo);
+  hi = canonical_zero(hi);
+  zero_h = fp16_saturated(lo);
+  scale_h = fp16_saturated((hi - lo) / 15.0f);
+  // A NaN scale converts to a NaN, which inverse_scale maps to 0 as the reference does.
+  const float zero = fp16_value(zero_h), inverse = inverse_scale(fp16_value(scale_h));
 #pragma unroll
   for (int w = 0; w < E / 8; ++w) {
     packed[w] = 0;
@@ -351,8 +379,8 @@ __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& sc
 template <int E>
 __device__ bool affine_dequantize(const uint32_t* packed, uint16_t scale_h, uint16_t zero_h, float* x) {
   const bool finite = (scale_h & 0x7c00u) != 0x7c00u && (zero_h & 0x7c00u) != 0x7c00u;
-  const float scale = finite ? finite_fp16_to_float(scale_h) : fp16_to_float(scale_h);
-  const float zero = finite ? finite_fp16_to_float(zero_h) : fp16_to_float(zero_h);
+  const float scale = finite ? fp16_value(scale_h) : fp16_to_float(scale_h);
+  const float zero = finite ? fp16_value(zero_h) : fp16_to_float(zero_h);
 #pragma unroll
   for (int i = 0; i < E; ++i) x[i] = nibble_float((packed[i / 8] >> (4 * (i % 8))) & 0xfu) * scale + zero;
   return finite;
@@ -417,7 +445,7 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     uint8_t* slot = slots + row * params.slot_bytes;
     store_run<E / 2>(k_packed, slot + lane * E / 2, wide);
     store_run_u16<E / 2>(v_packed, slot + D / 2 + 2 + lane * E / 2, wide);
-    if (lane == 0) store_fp16(slot + D / 2, float_to_fp16(norm), wide);
+    if (lane == 0) store_fp16(slot + D / 2, fp16_saturated(norm), wide);
     if (lane == L - 1) {
       store_fp16(slot + D + 2, scale_h, wide);
       store_fp16(slot + D + 4, zero_h, wide);
@@ -426,20 +454,19 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
   }
 }
 
-// k, v: [vectors, D] bf16; slots: [vectors, slot_bytes].
-template <int D>
+// k, v: [vectors, D] bf16; slots: [vectors, slot_bytes]. kUseTable: cell_table_is_exact(codebook).
+template <int D, bool kUseTable>
 __global__ void __launch_bounds__(kThreads)
     turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
                                int64_t vectors) {
-  __shared__ CellBucket cells[kBuckets];
+  __shared__ CellBucket cells[kUseTable ? kBuckets : 1];
   __shared__ float boundaries[15];
   __shared__ __align__(16) uint32_t flips[D / 2];
   build_rotation_flips<D>(params.rotation_seed, flips);
-  if (build_cell_table(params.codebook, cells, boundaries)) {  // its barrier also publishes `flips`
-    turboquant_quantize_vectors<D, true>(params, k, v, slots, vectors, cells, boundaries, flips);
-  } else {
-    turboquant_quantize_vectors<D, false>(params, k, v, slots, vectors, cells, boundaries, flips);
-  }
+  if (threadIdx.x < 15) boundaries[threadIdx.x] = params.codebook.boundaries[threadIdx.x];
+  if constexpr (kUseTable) build_cell_table(params.codebook, cells);
+  __syncthreads();
+  turboquant_quantize_vectors<D, kUseTable>(params, k, v, slots, vectors, cells, boundaries, flips);
 }
 
 // The dequantize lanes' layout: a vector is D / 8 chunks of 8 elements, and lane l of a team of L = D / 32
@@ -524,7 +551,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     walsh_hadamard_interleaved<D>(x, lane);
     const bool finite_norm = (norm_h & 0x7c00u) != 0x7c00u;
-    const float scale = (finite_norm ? finite_fp16_to_float(norm_h) : fp16_to_float(norm_h)) * inverse_d;
+    const float scale = (finite_norm ? fp16_value(norm_h) : fp16_to_float(norm_h)) * inverse_d;
 #pragma unroll
     for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
     if (!active) continue;
@@ -719,12 +746,20 @@ void turboquant_quantize(const TurboQuantParams& params, const uint16_t* k, cons
                          int64_t vectors, gpuStream_t stream) {
   check_turboquant(params, k, v);
   if (vectors <= 0) return;
+  const auto launch = [&](auto kernel, unsigned blocks) {
+    kernel<<<blocks, kThreads, 0, stream>>>(params, k, v, slots, vectors);
+  };
+  const bool use_table = cell_table_is_exact(params.codebook);
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    constexpr int kLanes = QuantizeLayout<kD>::kLanes;
-    turboquant_quantize_kernel<kD>
-        <<<blocks_for<turboquant_quantize_kernel<kD>>(vectors, kThreads / kLanes), kThreads, 0, stream>>>(
-            params, k, v, slots, vectors);
+    constexpr int64_t kVectorsPerBlock = kThreads / QuantizeLayout<kD>::kLanes;
+    if (use_table) {
+      launch(turboquant_quantize_kernel<kD, true>,
+             blocks_for<turboquant_quantize_kernel<kD, true>>(vectors, kVectorsPerBlock));
+    } else {
+      launch(turboquant_quantize_kernel<kD, false>,
+             blocks_for<turboquant_quantize_kernel<kD, false>>(vectors, kVectorsPerBlock));
+    }
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_quantize_kernel");
 }

@@ -154,9 +154,10 @@ void turboquant_quantize_reference(const TurboQuantParams& params, std::span<con
     float lo = INFINITY, hi = -INFINITY;
     for (int i = 0; i < d; ++i) {
       x[i] = bf16_to_float(v[n * d + i]);
-      lo = std::fmin(lo, x[i]);
-      hi = std::fmax(hi, x[i]);
+      widen_bounds(x[i], lo, hi);
     }
+    lo = canonical_zero(lo);
+    hi = canonical_zero(hi);
     uint16_t zero_h = float_to_fp16(lo);
     uint16_t scale_h = float_to_fp16((hi - lo) / 15.0f);
     float zero = fp16_to_float(zero_h), inverse = inverse_scale(fp16_to_float(scale_h));
@@ -183,7 +184,9 @@ void turboquant_dequantize_reference(const TurboQuantParams& params, std::span<c
     walsh_hadamard(x.data(), d);
     float scale = fp16_to_float(get_fp16(slot + at.k_norm)) * inverse_d;
     for (int i = 0; i < d; ++i) {
-      k[n * d + i] = float_to_bf16(rotation_sign(params.rotation_seed, i) * x[i] * scale);
+      // s * x * scale, with s applied to the bits: for a NaN as well as for numbers.
+      const uint16_t sign = rotation_sign(params.rotation_seed, i) < 0.0f ? 0x8000u : 0u;
+      k[n * d + i] = float_to_bf16(x[i] * scale) ^ sign;
     }
 
     float zero = fp16_to_float(get_fp16(slot + at.v_zero));
