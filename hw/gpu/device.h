@@ -25,6 +25,17 @@ __device__ inline T shfl_xor(T v, int lane_mask, int width) {
 #endif
 }
 
+// The value `v` of lane (this lane - delta) within aligned groups of `width` lanes (width <= 32); lanes
+// below delta get their own.
+template <typename T>
+__device__ inline T shfl_up(T v, unsigned delta, int width) {
+#if defined(KVTIER_GPU_CUDA)
+  return __shfl_up_sync(0xffffffffu, v, delta, width);
+#else
+  return __shfl_up(v, delta, width);
+#endif
+}
+
 // Two floats as a word of bf16, `lo` in the low half, each rounded to nearest even; the same bits as
 // rounding each by hand for every input that is not NaN (the hardware returns its canonical NaN). CUDA
 // has one instruction for the pair on sm_80 and later; elsewhere it is the integer rounding.

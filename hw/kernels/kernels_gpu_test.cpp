@@ -260,6 +260,10 @@ TEST_F(GpuKernels, TurboQuantMatchesReferenceBitForBit) {
                                                            synthetic_bf16(vectors, d, 41, false));
     check_turboquant_dequantize(params, slots);
   }
+  // Slots aligned to 2 bytes only (slot_align 2): the kernels' byte-wise path.
+  TurboQuantParams packed = turboquant_params(64, 2);
+  check_turboquant_dequantize(packed, check_turboquant_quantize(packed, synthetic_bf16(333, 64, 42, true),
+                                                                synthetic_bf16(333, 64, 43, false)));
 }
 
 TEST_F(GpuKernels, TurboQuantMatchesReferenceOnEdgeCases) {

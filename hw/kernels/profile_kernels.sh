@@ -13,7 +13,7 @@ sections=(SpeedOfLight LaunchStats Occupancy SchedulerStats WarpStateStats Memor
 mkdir -p "$OUT"
 for i in "${!benchmarks[@]}"; do
   log="$OUT/ncu-$i.txt"
-  "$NCU" --clock-control none --kernel-name regex:quantize --launch-count 1 "${sections[@]/#/--section=}" \
+  "$NCU" --clock-control none --print-details all --kernel-name regex:quantize --launch-count 1 "${sections[@]/#/--section=}" \
     "$BUILD/hw/kernels/kvtier_hw_kernels_bench" --benchmark_filter="^${benchmarks[$i]}/" >"$log" 2>&1
   echo "== ${benchmarks[$i]} (ncu exit $?)"
   grep -E "quantize_kernel|Duration|DRAM Throughput|Compute \(SM\) Throughput|Issue Slots Busy|Achieved Occupancy|Registers Per|No Eligible|Warp Cycles Per Issued|Stall|L1/TEX Hit|Mem Busy|Max Bandwidth" "$log" | cut -c1-150
