@@ -41,6 +41,7 @@ void materialize_turn(const NativeTurn& turn, uint64_t session_key, SessionConte
   }
   if (turn.new_tokens > 0) appended.push_back({turn_input_key(session_key, turn.turn), turn.new_tokens});
   out.block_ids = context.next_input(turn.keep_tokens, appended);
+  out.same_as_previous_turn = context.reused_blocks();
   out.input_tokens = context.input_tokens();
   out.output_tokens = turn.output_tokens;
   out.session_id = turn.session;

@@ -41,6 +41,7 @@ inline constexpr int64_t kMaxInputTokens = int64_t{1} << 25;
 uint64_t native_session_key(int64_t session, uint64_t salt = 0);
 
 // Builds the request for `turn` on the session's context (lengths form) and adds its output to it.
+// Its same_as_previous_turn counts the ids kept from the context's previous input.
 // Throws TraceLineError naming the field when the turn does not fit the context (keep_tokens longer
 // than the context, a prefix after turn 0).
 void materialize_turn(const NativeTurn& turn, uint64_t session_key, SessionContext& context, Request& out);

@@ -39,6 +39,9 @@ class NativeStream : public JsonLineStream {
     explicit OpenSession(int64_t block_tokens) : context(block_tokens) {}
     SessionContext context;
     int32_t next_turn = 0;
+    // False once a turn in the block-ids form came after the context's last input: the session's
+    // previous request is then not the context's, and nothing is known about the ids they share.
+    bool context_was_last = true;
   };
 
   static NativeTurn common_fields(const JsonRecord& record) {
@@ -70,6 +73,8 @@ class NativeStream : public JsonLineStream {
                            std::to_string(source_block_tokens) + ", found " + std::to_string(ids.size()));
     }
     reblock(ids, source_block_tokens, out.input_tokens, block_tokens_, out.block_ids);
+    auto open = sessions_.find(turn.session);
+    if (open != sessions_.end()) open->second.context_was_last = false;
     out.session_id = turn.session;
     out.turn = turn.turn;
     out.arrival_s = turn.arrival_s;
@@ -97,6 +102,8 @@ class NativeStream : public JsonLineStream {
                            std::to_string(turn.turn));
     }
     materialize_turn(turn, native_session_key(turn.session), session.context, out);
+    if (!session.context_was_last) out.same_as_previous_turn = 0;
+    session.context_was_last = true;
     ++session.next_turn;
   }
 

@@ -6,6 +6,7 @@
 // prefix (an id names the whole chain up to and including its block). The last block may be partial.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -20,6 +21,11 @@ struct Request {
   int64_t output_tokens = 0;
   double think_time_s = 0;  // closed loop: pause after this turn completes, before the next
   std::vector<uint64_t> block_ids;
+  // How many leading block ids are known to equal those of the previous request with the same
+  // session_id (0 when nothing is known). A reader that builds a turn on its session's context knows
+  // this for free; trace statistics use it to skip rescanning the shared prefix. Never more than the
+  // true shared length.
+  size_t same_as_previous_turn = 0;
 };
 
 }  // namespace kvtier

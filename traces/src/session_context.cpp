@@ -40,7 +40,9 @@ const std::vector<uint64_t>& SessionContext::next_input(int64_t keep_tokens,
     context_tokens_ += s.tokens;
   }
   input_tokens_ = context_tokens_;
-  chain_blocks(segments_, block_tokens_, std::min(unchanged, ids_.size()), ids_);
+  size_t previous_blocks = ids_.size();
+  chain_blocks(segments_, block_tokens_, std::min(unchanged, previous_blocks), ids_);
+  reused_blocks_ = std::min({unchanged, previous_blocks, ids_.size()});
   return ids_;
 }
 

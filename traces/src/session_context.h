@@ -34,6 +34,8 @@ class SessionContext {
   int64_t context_tokens() const { return context_tokens_; }
   int64_t input_tokens() const { return input_tokens_; }
   int64_t block_tokens() const { return block_tokens_; }
+  // How many leading ids of the last input were kept from the input before it (not recomputed).
+  size_t reused_blocks() const { return reused_blocks_; }
 
  private:
   void truncate(int64_t keep_tokens);
@@ -43,6 +45,7 @@ class SessionContext {
   int64_t context_tokens_ = 0;
   int64_t input_tokens_ = 0;
   std::vector<uint64_t> ids_;  // of the last input
+  size_t reused_blocks_ = 0;
 };
 
 }  // namespace kvtier

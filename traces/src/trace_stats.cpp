@@ -20,15 +20,27 @@ class ReuseSampler {
   explicit ReuseSampler(int64_t sampling) : rejected_bits_(rejected_bits(sampling)) {}
 
   // Finds the request's sampled blocks and starts loading their index slots. Scanning every block id
-  // was the largest part of the statistics' own time: the loop keeps nothing but the scan.
-  void prepare(const std::vector<uint64_t>& ids) {
+  // was the largest part of the statistics' own time: the loop keeps nothing but the scan, and it
+  // skips the leading `known` ids when `previous` holds the sampled positions of a request that began
+  // with the same `known` ids (an agent turn repeats most of its session's previous turn). `previous`
+  // is then replaced by this request's positions.
+  void prepare(const std::vector<uint64_t>& ids, size_t known, std::vector<size_t>* previous) {
     positions_.clear();
     const uint64_t* id = ids.data();
     const size_t count = ids.size();
+    size_t first = 0;
+    if (previous != nullptr && rejected_bits_ != 0) {
+      first = std::min(known, count);
+      for (size_t i : *previous) {
+        if (i >= first) break;
+        positions_.push_back(i);
+      }
+    }
     const uint64_t rejected = rejected_bits_;
-    for (size_t i = 0; i < count; ++i) {
+    for (size_t i = first; i < count; ++i) {
       if ((hash(id[i]) & rejected) == 0) positions_.push_back(i);
     }
+    if (previous != nullptr && rejected_bits_ != 0) *previous = positions_;
     for (size_t i : positions_) index_.prefetch(id[i]);
   }
 
@@ -82,7 +94,16 @@ class StatsBuilder {
   // Starts loading what add(r) will look up. Requests go through prepare, then the reading of the next
   // request, then add: the parsing hides the cache misses of the forest's and the sampler's indexes.
   void prepare(const Request& r) {
-    reuse_.prepare(r.block_ids);
+    session_ = nullptr;
+    size_t known = 0;
+    if (r.session_id >= 0) {
+      auto [it, first_seen] = sessions_.try_emplace(r.session_id);
+      session_ = &it->second;
+      // The session's previous request is the one whose sampled positions the entry holds.
+      if (!first_seen) known = std::min(r.same_as_previous_turn, session_->blocks);
+      session_->blocks = r.block_ids.size();
+    }
+    reuse_.prepare(r.block_ids, known, session_ == nullptr ? nullptr : &session_->sampled);
     forest_.prefetch(r.block_ids);
   }
 
@@ -102,7 +123,7 @@ class StatsBuilder {
     stats_.input_tokens = summarize(inputs_);
     stats_.output_tokens = summarize(outputs_);
     stats_.unique_blocks = forest_.unique_blocks();
-    stats_.sessions = static_cast<int64_t>(last_input_.size());
+    stats_.sessions = static_cast<int64_t>(sessions_.size());
     if (stats_.growth_samples > 0) stats_.mean_growth_tokens = growth_sum_ / double(stats_.growth_samples);
     for (size_t b = 0; b < turn_sums_.size(); ++b) {
       if (turn_counts_[b] == 0) continue;
@@ -135,13 +156,14 @@ class StatsBuilder {
     ++stats_.reuse[b].blocks;
   }
 
+  // REQUIRES: prepare(r) was the last call to prepare, so session_ is r's.
   void add_turn(const Request& r) {
-    auto [it, first_seen] = last_input_.try_emplace(r.session_id, r.input_tokens);
-    if (!first_seen) {
-      growth_sum_ += double(r.input_tokens - it->second);
+    if (session_->turns > 0) {
+      growth_sum_ += double(r.input_tokens - session_->last_input);
       ++stats_.growth_samples;
-      it->second = r.input_tokens;
     }
+    session_->last_input = r.input_tokens;
+    ++session_->turns;
     size_t bucket = r.turn <= 0 ? 0 : static_cast<size_t>(std::bit_width(static_cast<uint32_t>(r.turn)));
     if (turn_sums_.size() <= bucket) {
       turn_sums_.resize(bucket + 1, 0);
@@ -175,7 +197,14 @@ class StatsBuilder {
   double first_arrival_ = std::numeric_limits<double>::infinity();
   double last_arrival_ = -std::numeric_limits<double>::infinity();
   Lengths inputs_, outputs_;
-  std::unordered_map<int64_t, int64_t> last_input_;  // session -> input tokens of its latest turn
+  struct Session {
+    int64_t turns = 0;            // added so far
+    int64_t last_input = 0;       // input tokens of its latest turn
+    size_t blocks = 0;            // block ids of its latest request
+    std::vector<size_t> sampled;  // positions of the sampled ids in its latest request
+  };
+  std::unordered_map<int64_t, Session> sessions_;  // by session id; elements never move
+  Session* session_ = nullptr;                     // of the request prepared last
   double growth_sum_ = 0;
   std::vector<double> turn_sums_;
   std::vector<int64_t> turn_counts_;

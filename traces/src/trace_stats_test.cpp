@@ -182,6 +182,141 @@ TEST(TraceStats, SessionTracesReportContextGrowthPerTurn) {
   EXPECT_EQ(s.hit_blocks, 3 + 5);
 }
 
+// A native trace of interleaved sessions in the lengths form (contexts cut anywhere, kept whole or
+// dropped, sessions ended with `last` and their ids started again), with block-ids turns mixed into
+// the same sessions: the cases in which a turn's shared prefix with its session's previous request
+// is known, and those in which it is not.
+std::string random_native_trace(uint64_t seed, int lines) {
+  std::mt19937_64 rng(seed);
+  struct Open {
+    int32_t next_turn = 0;
+    int64_t context = 0;
+  };
+  std::map<int64_t, Open> open;
+  std::string text;
+  int64_t next_session = 0;
+  for (int i = 0; i < lines; ++i) {
+    std::string line = "{\"arrival_s\": " + std::to_string(i) + ", ";
+    if (open.empty() || rng() % 5 == 0) {
+      int64_t session = rng() % 4 == 0 ? static_cast<int64_t>(rng() % (next_session + 1)) : next_session;
+      if (session == next_session) ++next_session;
+      if (open.count(session)) continue;
+      int64_t prefix = rng() % 2 ? static_cast<int64_t>(rng() % 3) * 300 : 0;
+      int64_t fresh = 1 + static_cast<int64_t>(rng() % 3000), output = static_cast<int64_t>(rng() % 700);
+      line += "\"session\": " + std::to_string(session) + ", \"turn\": 0, ";
+      if (prefix > 0) line += "\"prefix\": \"p\", \"prefix_tokens\": " + std::to_string(prefix) + ", ";
+      line += "\"new_tokens\": " + std::to_string(fresh) + ", \"output_tokens\": " + std::to_string(output);
+      open[session] = {1, prefix + fresh + output};
+    } else {
+      auto it = open.begin();
+      std::advance(it, static_cast<long>(rng() % open.size()));
+      Open& s = it->second;
+      line +=
+          "\"session\": " + std::to_string(it->first) + ", \"turn\": " + std::to_string(s.next_turn) + ", ";
+      int64_t output = static_cast<int64_t>(rng() % 700);
+      if (rng() % 8 == 0) {  // the block-ids form: the session's context does not see this turn
+        int64_t blocks = 1 + static_cast<int64_t>(rng() % 20);
+        line += "\"input_tokens\": " + std::to_string(blocks * 128) + ", \"block_tokens\": 128, ";
+        line += "\"output_tokens\": " + std::to_string(output) + ", \"block_ids\": [";
+        for (int64_t b = 0; b < blocks; ++b) line += (b ? ", " : "") + std::to_string(rng() % 50);
+        line += "]";
+      } else {
+        uint64_t pick = rng() % 4;
+        int64_t keep = pick == 0   ? s.context
+                       : pick == 1 ? 0
+                                   : s.context - static_cast<int64_t>(rng() % (s.context / 4 + 1));
+        int64_t fresh =
+            keep == 0 ? 1 + static_cast<int64_t>(rng() % 3000) : static_cast<int64_t>(rng() % 3000);
+        line += "\"keep_tokens\": " + std::to_string(keep) + ", \"new_tokens\": " + std::to_string(fresh) +
+                ", \"output_tokens\": " + std::to_string(output);
+        s.context = keep + fresh + output;
+        ++s.next_turn;
+      }
+      if (rng() % 20 == 0) {
+        line += ", \"last\": true";
+        open.erase(it);
+      }
+    }
+    text += line + "}\n";
+  }
+  return text;
+}
+
+TEST(TraceStats, ReadersClaimNoMoreSharedIdsThanTurnsReallyShare) {
+  for (uint64_t seed : {1, 2, 3}) {
+    auto stream = stream_of(random_native_trace(seed, 4000), TraceFormat::kNative);
+    std::map<int64_t, std::vector<uint64_t>> previous;  // session -> its latest request's ids
+    Request r;
+    int64_t claimed = 0, requests = 0;
+    while (stream->next(r)) {
+      ++requests;
+      auto found = previous.find(r.session_id);
+      size_t shared = 0;
+      if (found != previous.end()) {
+        const std::vector<uint64_t>& p = found->second;
+        while (shared < std::min(p.size(), r.block_ids.size()) && p[shared] == r.block_ids[shared]) ++shared;
+      }
+      ASSERT_LE(r.same_as_previous_turn, shared) << "seed " << seed << ", request " << r.id;
+      claimed += r.same_as_previous_turn > 0;
+      previous[r.session_id] = r.block_ids;
+    }
+    EXPECT_GT(claimed, requests / 3) << seed;  // the known prefixes are in use
+  }
+}
+
+// Clears what the reader knows of shared prefixes: the statistics must come out the same without it.
+class ForgetfulStream : public RequestStream {
+ public:
+  explicit ForgetfulStream(std::unique_ptr<RequestStream> inner) : inner_(std::move(inner)) {}
+  bool next(Request& out) override {
+    if (!inner_->next(out)) return false;
+    out.same_as_previous_turn = 0;
+    return true;
+  }
+  int64_t skipped_lines() const override { return inner_->skipped_lines(); }
+  int64_t block_tokens() const override { return inner_->block_tokens(); }
+
+ private:
+  std::unique_ptr<RequestStream> inner_;
+};
+
+void expect_same_stats(const TraceStats& a, const TraceStats& b) {
+  EXPECT_EQ(a.requests, b.requests);
+  EXPECT_EQ(a.sessions, b.sessions);
+  EXPECT_EQ(a.total_blocks, b.total_blocks);
+  EXPECT_EQ(a.unique_blocks, b.unique_blocks);
+  EXPECT_EQ(a.hit_blocks, b.hit_blocks);
+  EXPECT_EQ(a.hit_tokens, b.hit_tokens);
+  EXPECT_EQ(a.prefix_violations, b.prefix_violations);
+  EXPECT_EQ(a.growth_samples, b.growth_samples);
+  EXPECT_EQ(a.mean_growth_tokens, b.mean_growth_tokens);
+  ASSERT_EQ(a.reuse.size(), b.reuse.size());
+  for (size_t i = 0; i < a.reuse.size(); ++i) EXPECT_EQ(a.reuse[i].blocks, b.reuse[i].blocks) << i;
+  ASSERT_EQ(a.growth.size(), b.growth.size());
+  for (size_t i = 0; i < a.growth.size(); ++i) {
+    EXPECT_EQ(a.growth[i].requests, b.growth[i].requests) << i;
+    EXPECT_EQ(a.growth[i].mean_input_tokens, b.growth[i].mean_input_tokens) << i;
+  }
+}
+
+TEST(TraceStats, KnownSharedPrefixesChangeNoStatistic) {
+  for (uint64_t seed : {4, 5}) {
+    std::string text = random_native_trace(seed, 6000);
+    for (int64_t block_tokens : {16, 256}) {
+      for (int64_t sampling : {1, 4, 64}) {
+        TraceStats fast = compute_trace_stats(*stream_of(text, TraceFormat::kNative, block_tokens),
+                                              {.reuse_sampling = sampling});
+        ForgetfulStream forgetful(stream_of(text, TraceFormat::kNative, block_tokens));
+        TraceStats slow = compute_trace_stats(forgetful, {.reuse_sampling = sampling});
+        SCOPED_TRACE("seed " + std::to_string(seed) + ", blocks of " + std::to_string(block_tokens) +
+                     ", sampling " + std::to_string(sampling));
+        EXPECT_GT(fast.hit_blocks, 0);
+        expect_same_stats(fast, slow);
+      }
+    }
+  }
+}
+
 TEST(TraceStats, MooncakeSampleMatchesTheReference) {
   KVTIER_REQUIRE_MOONCAKE_SAMPLE();
   auto stream = open_trace(testing::kMooncakeSample, TraceReadOptions{});
