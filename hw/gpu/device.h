@@ -36,6 +36,32 @@ __device__ inline T shfl_up(T v, unsigned delta, int width) {
 #endif
 }
 
+// Lane-wise minimum and maximum of two pairs of bf16 (a NaN loses to a number), as fminf and fmaxf of their
+// values give them: one instruction on CUDA (sm_80 and later), through floats elsewhere.
+__device__ inline uint32_t bf16x2_min(uint32_t a, uint32_t b) {
+#if defined(KVTIER_GPU_CUDA) && __CUDA_ARCH__ >= 800
+  uint32_t d;
+  asm("min.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const float low = fminf(__uint_as_float(a << 16), __uint_as_float(b << 16));
+  const float high = fminf(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
+  return (__float_as_uint(low) >> 16) | (__float_as_uint(high) & 0xffff0000u);
+#endif
+}
+
+__device__ inline uint32_t bf16x2_max(uint32_t a, uint32_t b) {
+#if defined(KVTIER_GPU_CUDA) && __CUDA_ARCH__ >= 800
+  uint32_t d;
+  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+#else
+  const float low = fmaxf(__uint_as_float(a << 16), __uint_as_float(b << 16));
+  const float high = fmaxf(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
+  return (__float_as_uint(low) >> 16) | (__float_as_uint(high) & 0xffff0000u);
+#endif
+}
+
 // Two floats as a word of bf16, `lo` in the low half, each rounded to nearest even; the same bits as
 // rounding each by hand for every input that is not NaN (the hardware returns its canonical NaN). CUDA
 // has one instruction for the pair on sm_80 and later; elsewhere it is the integer rounding.

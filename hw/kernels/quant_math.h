@@ -11,6 +11,7 @@
 #pragma once
 
 #include <bit>
+#include <cmath>
 #include <cstdint>
 
 #if defined(__CUDACC__) || defined(__HIPCC__)
@@ -34,6 +35,16 @@ KVTIER_HD float bits_float(uint32_t u) {
   return __uint_as_float(u);
 #else
   return std::bit_cast<float>(u);
+#endif
+}
+
+// a * b + c rounded once. The encodings use it wherever a product is added, as a GPU does that in one
+// instruction; the host's std::fma rounds the same way (in software where the CPU lacks FMA).
+KVTIER_HD float fused_multiply_add(float a, float b, float c) {
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
 #endif
 }
 
@@ -120,7 +131,7 @@ KVTIER_HD float inverse_scale(float scale) {
 // Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale:
 // round((x - zero) * inverse_scale(scale)) clamped to [0, 15].
 KVTIER_HD uint32_t affine_nibble(float x, float zero, float inverse) {
-  float q = (x - zero) * inverse + 0.5f;
+  float q = fused_multiply_add(x - zero, inverse, 0.5f);
   if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
   if (q >= 15.0f) return 15;   // before the conversion, which is undefined past 2^32
   return static_cast<uint32_t>(q);
@@ -142,7 +153,7 @@ KVTIER_HD float canonical_zero(float bound) {
 }
 
 KVTIER_HD float affine_value(uint32_t nibble, float zero, float scale) {
-  return static_cast<float>(nibble) * scale + zero;
+  return fused_multiply_add(static_cast<float>(nibble), scale, zero);
 }
 
 }  // namespace kvtier::hw

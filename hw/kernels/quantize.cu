@@ -118,8 +118,16 @@ __device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, u
 // Nibble of a min/max-quantized value; the same as affine_nibble (quant_math.h), with the saturating
 // conversion doing the clamp at 0 and the NaN case.
 __device__ uint32_t affine_nibble_fast(float x, float zero, float inverse) {
-  float q = (x - zero) * inverse + 0.5f;
+  const float q = fused_multiply_add(x - zero, inverse, 0.5f);
   return min(__float2uint_rz(q), 15u);
+}
+
+// Eight values below 16 as one word, the first in the low nibble, by a tree of shift-and-adds (one
+// instruction each, LEA): 7 instructions where OR-ing in each shifted value took 16.
+__device__ uint32_t pack_nibbles(const uint32_t* n) {
+  const uint32_t b0 = n[0] + (n[1] << 4), b1 = n[2] + (n[3] << 4), b2 = n[4] + (n[5] << 4),
+                 b3 = n[6] + (n[7] << 4);
+  return (b0 + (b1 << 8)) + ((b2 + (b3 << 8)) << 16);
 }
 
 // A nibble's value as a float without a conversion instruction: 2^23 + n has n in its low mantissa bits.
@@ -280,9 +288,9 @@ __device__ float lane_ordered_sum_of_squares(const float* x) {
   float part[kVirtual];
 #pragma unroll
   for (int r = 0; r < kVirtual; ++r) {
-    part[r] = x[r * kRun] * x[r * kRun];  // 0 + s == s for the non-negative first square
+    part[r] = x[r * kRun] * x[r * kRun];  // fma(x, x, 0) == x * x
 #pragma unroll
-    for (int e = 1; e < kRun; ++e) part[r] = part[r] + x[r * kRun + e] * x[r * kRun + e];
+    for (int e = 1; e < kRun; ++e) part[r] = fused_multiply_add(x[r * kRun + e], x[r * kRun + e], part[r]);
   }
 #pragma unroll
   for (int stage = 1; stage < kTurboQuantLanes; stage <<= 1) {
@@ -328,15 +336,18 @@ __device__ void walsh_hadamard(float* x, int lane) {
   }
 }
 
-template <int E>
-__device__ void min_max(const float* x, float& lo, float& hi) {
-  lo = INFINITY;  // NaN inputs are skipped, as fminf/fmaxf do
-  hi = -INFINITY;
+// The min and max of the N bf16 values in N/2 words, NaN skipped (+inf and -inf if all are NaN): the pairs
+// compared two values per instruction, then the two halves as floats.
+template <int N>
+__device__ void min_max_bf16(const uint32_t* words, float& lo, float& hi) {
+  uint32_t low = words[0], high = words[0];
 #pragma unroll
-  for (int i = 0; i < E; ++i) {
-    lo = fminf(lo, x[i]);
-    hi = fmaxf(hi, x[i]);
+  for (int j = 1; j < N / 2; ++j) {
+    low = gpu::bf16x2_min(low, words[j]);
+    high = gpu::bf16x2_max(high, words[j]);
   }
+  lo = fminf(fminf(INFINITY, bits_float(low << 16)), bits_float(low & 0xffff0000u));
+  hi = fmaxf(fmaxf(-INFINITY, bits_float(high << 16)), bits_float(high & 0xffff0000u));
 }
 
 // Min/max quantization of E values (scale and zero as the references round them) into E/8 words.
@@ -351,9 +362,10 @@ __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& sc
   const float zero = fp16_value(zero_h), inverse = inverse_scale(fp16_value(scale_h));
 #pragma unroll
   for (int w = 0; w < E / 8; ++w) {
-    packed[w] = 0;
+    uint32_t nibbles[8];
 #pragma unroll
-    for (int i = 0; i < 8; ++i) packed[w] |= affine_nibble_fast(x[8 * w + i], zero, inverse) << (4 * i);
+    for (int i = 0; i < 8; ++i) nibbles[i] = affine_nibble_fast(x[8 * w + i], zero, inverse);
+    packed[w] = pack_nibbles(nibbles);
   }
 }
 
@@ -365,7 +377,8 @@ __device__ bool affine_dequantize(const uint32_t* packed, uint16_t scale_h, uint
   const float scale = finite ? fp16_value(scale_h) : fp16_to_float(scale_h);
   const float zero = finite ? fp16_value(zero_h) : fp16_to_float(zero_h);
 #pragma unroll
-  for (int i = 0; i < E; ++i) x[i] = nibble_float((packed[i / 8] >> (4 * (i % 8))) & 0xfu) * scale + zero;
+  for (int i = 0; i < E; ++i)
+    x[i] = fused_multiply_add(nibble_float((packed[i / 8] >> (4 * (i % 8))) & 0xfu), scale, zero);
   return finite;
 }
 
@@ -422,15 +435,16 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     uint32_t k_packed[E / 8];
 #pragma unroll
     for (int w = 0; w < E / 8; ++w) {
-      k_packed[w] = 0;
+      uint32_t cell[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        k_packed[w] |= cell_index<kUseTable>(x[8 * w + i] * inverse_norm, cells, boundaries) << (4 * i);
+        cell[i] = cell_index<kUseTable>(x[8 * w + i] * inverse_norm, cells, boundaries);
+      k_packed[w] = pack_nibbles(cell);
     }
 
     unpack_bf16<E>(v_words, none, x);
     float lo, hi;
-    min_max<E>(x, lo, hi);
+    min_max_bf16<E>(v_words, lo, hi);
     for (int distance = L / 2; distance > 0; distance >>= 1) {
       lo = fminf(lo, gpu::shfl_xor(lo, distance, L));
       hi = fmaxf(hi, gpu::shfl_xor(hi, distance, L));
@@ -611,7 +625,7 @@ __global__ void __launch_bounds__(kThreads)
     float value[E];
     unpack_bf16<E>(words, none, value);
     float lo, hi;
-    min_max<E>(value, lo, hi);
+    min_max_bf16<E>(words, lo, hi);
     for (uint32_t distance = shape.lanes / 2; distance > 0; distance >>= 1) {
       lo = fminf(lo, gpu::shfl_xor(lo, static_cast<int>(distance), kWarp));
       hi = fmaxf(hi, gpu::shfl_xor(hi, static_cast<int>(distance), kWarp));
@@ -632,9 +646,16 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // The dequantize lanes of 8 elements (kDequantizeElements) each take kInt4ChunksPerLane chunks per round,
-// a grid stride apart, and load all of them before computing: with one 4-byte load per lane in flight
-// the kernel waited on memory latency (ncu: 21 cycles between issues).
+// a grid stride apart, and load the next round's while computing this one: with the loads of a round
+// issued just before its arithmetic, the kernel waited on memory (ncu: 15 of 22 cycles between issues
+// stalled on loads).
 constexpr int kInt4ChunksPerLane = 4;
+
+// The words a lane of the int4 dequantize kernel loads for a round: nibbles and (scale, zero) of each
+// chunk. Chunks past the end load the last one's, so that every load is in bounds.
+struct Int4Round {
+  uint32_t nibbles[kInt4ChunksPerLane], scale_zero[kInt4ChunksPerLane];
+};
 
 // records: [rows, record_bytes]; x: [rows, d] bf16. kPowerOfTwoRow: d / 8 is a power of two, so the row
 // of a chunk is a shift instead of a division (a dozen instructions on a GPU).
@@ -647,27 +668,34 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t row_shift = __ffs(shape.per_row) - 1, group_shift = __ffs(shape.lanes) - 1;
   const uint32_t record_bytes = params.record_bytes(), scales_at = params.row_elements / 2;
   const int64_t stride = int64_t{gridDim.x} * kThreads;
-  for (int64_t first = int64_t{blockIdx.x} * kThreads + threadIdx.x; first < chunks; first += R * stride) {
-    uint32_t nibbles[R], scale_zero[R];
+  const auto load = [&](int64_t first) {
+    Int4Round round;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const uint32_t chunk = static_cast<uint32_t>(min(first + r * stride, int64_t{chunks} - 1));
       const uint32_t row = kPowerOfTwoRow ? chunk >> row_shift : chunk / shape.per_row;
       const uint32_t in_row = chunk - row * shape.per_row;
       const uint8_t* record = records + int64_t{row} * record_bytes;
-      nibbles[r] = reinterpret_cast<const uint32_t*>(record)[in_row];
-      scale_zero[r] = reinterpret_cast<const uint32_t*>(record + scales_at)[in_row >> group_shift];
+      round.nibbles[r] = reinterpret_cast<const uint32_t*>(record)[in_row];
+      round.scale_zero[r] = reinterpret_cast<const uint32_t*>(record + scales_at)[in_row >> group_shift];
     }
+    return round;
+  };
+  int64_t first = int64_t{blockIdx.x} * kThreads + threadIdx.x;
+  for (Int4Round round = load(first); first < chunks; first += R * stride) {
+    const Int4Round next = load(first + R * stride);
 #pragma unroll
     for (int r = 0; r < R; ++r) {
       const int64_t chunk = first + r * stride;
       if (chunk >= chunks) break;
       float value[E];
-      const bool finite = affine_dequantize<E>(&nibbles[r], static_cast<uint16_t>(scale_zero[r] & 0xffffu),
-                                               static_cast<uint16_t>(scale_zero[r] >> 16), value);
+      const bool finite =
+          affine_dequantize<E>(&round.nibbles[r], static_cast<uint16_t>(round.scale_zero[r] & 0xffffu),
+                               static_cast<uint16_t>(round.scale_zero[r] >> 16), value);
       const uint32_t none[E / 2] = {};
       store_bf16<E>(value, finite, none, x + chunk * E);
     }
+    round = next;
   }
 }
 

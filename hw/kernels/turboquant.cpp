@@ -66,7 +66,8 @@ float lane_ordered_sum_of_squares(const float* x, int d) {
   float lane[kTurboQuantLanes];
   for (int l = 0; l < kTurboQuantLanes; ++l) {
     float sum = 0.0f;
-    for (int e = 0; e < per_lane; ++e) sum += x[l * per_lane + e] * x[l * per_lane + e];
+    for (int e = 0; e < per_lane; ++e)
+      sum = fused_multiply_add(x[l * per_lane + e], x[l * per_lane + e], sum);
     lane[l] = sum;
   }
   for (int distance = kTurboQuantLanes / 2; distance > 0; distance >>= 1) {

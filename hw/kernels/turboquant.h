@@ -11,8 +11,10 @@
 // V: per-token min/max: scale = (max - min) / 15, zero = min, value = round((v - zero) / scale).
 //
 // The order of floating-point operations is part of the format, so that the GPU kernels reproduce the
-// reference bit for bit: the squared norm is summed as 32 lanes, each adding its d/32 consecutive
-// elements in order, then combined by a butterfly over lane distances 16, 8, 4, 2, 1.
+// reference bit for bit: the squared norm is summed as 32 lanes, each adding the squares of its d/32
+// consecutive elements in order with fused multiply-adds, then combined by a butterfly over lane
+// distances 16, 8, 4, 2, 1. V's nibble is round((v - zero) / scale) as fma(v - zero, 1 / scale, 0.5)
+// truncated, its value fma(nibble, scale, zero).
 #pragma once
 
 #include <cstdint>
