@@ -15,10 +15,14 @@ namespace kvtier {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// Zeroed memory of at least `bytes`, aligned to kHugePageBytes; throws std::bad_alloc.
+// Memory of at least `bytes`, aligned to kHugePageBytes, not initialised; throws std::bad_alloc.
 void* allocate_huge_pages(size_t bytes);
 // REQUIRES: `memory` came from allocate_huge_pages(bytes).
+// Keeps the memory (up to 1 GiB in all) for the next allocations rather than unmapping it: a fresh
+// page costs a fault and the kernel's clearing, a kept one neither.
 void free_huge_pages(void* memory, size_t bytes);
+// Unmaps what free_huge_pages kept, for when the large tables are gone.
+void release_kept_huge_pages();
 
 // A standard allocator that takes blocks of kHugePageBytes or more from allocate_huge_pages and
 // smaller ones from std::allocator.

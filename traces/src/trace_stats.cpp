@@ -217,6 +217,10 @@ TraceStats compute_trace_stats(RequestStream& stream, const TraceStatsOptions& o
     throw ConfigError("reuse sampling must be a power of two (1 follows every block), got " +
                       std::to_string(options.reuse_sampling));
   }
+  // The builder's tables go back to the kernel as the function ends, also when the stream throws.
+  struct Release {
+    ~Release() { release_kept_huge_pages(); }
+  } release;
   StatsBuilder builder(stream.block_tokens(), options.reuse_sampling);
   Request current, next;
   bool more = stream.next(current);
