@@ -33,17 +33,23 @@ void chain_blocks(const std::vector<Segment>& segments, int64_t block_tokens, si
   while (segment_start + segments[segment].tokens <= position) segment_start += segments[segment++].tokens;
 
   uint64_t chain = first_block == 0 ? kChainRoot : ids[first_block - 1];
+  // A block's content hash starts with mix_ids(0, key) of the segment it starts in: the same for every
+  // block that starts in one segment, so it is computed once per segment.
+  uint64_t segment_start_hash = mix_ids(0, segments[segment].key);
   for (size_t block = first_block; block < blocks; ++block) {
     int64_t block_end = std::min(position + block_tokens, total);
-    uint64_t content = 0;
+    uint64_t content = segment_start_hash;
+    bool first_piece = true;
     while (position < block_end) {
       int64_t piece_end = std::min(block_end, segment_start + segments[segment].tokens);
-      content = mix_ids(content, segments[segment].key);
+      if (!first_piece) content = mix_ids(content, segments[segment].key);
+      first_piece = false;
       content = mix_ids(content, static_cast<uint64_t>(position - segment_start));
       content = mix_ids(content, static_cast<uint64_t>(piece_end - segment_start));
       position = piece_end;
       if (position == segment_start + segments[segment].tokens && segment + 1 < segments.size()) {
         segment_start += segments[segment++].tokens;
+        segment_start_hash = mix_ids(0, segments[segment].key);
       }
     }
     chain = mix_ids(chain, content);

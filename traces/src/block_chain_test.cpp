@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 namespace kvtier {
 namespace {
 
@@ -43,6 +46,51 @@ TEST(BlockChain, RecomputingFromAnUnchangedBlockGivesTheSameIds) {
   std::vector<uint64_t> partial = chain({{1, 700}}, 128);  // blocks 0-4 full, 5 partial
   chain_blocks({{1, 700}, {2, 900}}, 128, 5, partial);
   EXPECT_EQ(partial, full);
+}
+
+// The definition in block_chain.h, token by token: a block's content hash mixes key, start and end
+// of each segment piece it covers; its id mixes the previous id with that content.
+std::vector<uint64_t> reference_chain(const std::vector<Segment>& segments, int64_t block_tokens) {
+  std::vector<uint64_t> ids;
+  int64_t total = 0;
+  for (const Segment& s : segments) total += s.tokens;
+  uint64_t previous = 0x6b76746965722d31ULL;  // "kvtier-1"
+  for (int64_t begin = 0; begin < total; begin += block_tokens) {
+    int64_t end = std::min(begin + block_tokens, total);
+    uint64_t content = 0;
+    int64_t segment_start = 0;
+    for (const Segment& s : segments) {
+      int64_t from = std::max(begin, segment_start), to = std::min(end, segment_start + s.tokens);
+      if (from < to) {
+        content = mix_ids(content, s.key);
+        content = mix_ids(content, static_cast<uint64_t>(from - segment_start));
+        content = mix_ids(content, static_cast<uint64_t>(to - segment_start));
+      }
+      segment_start += s.tokens;
+    }
+    previous = mix_ids(previous, content);
+    ids.push_back(previous);
+  }
+  return ids;
+}
+
+TEST(BlockChain, MatchesTheTokenByTokenDefinitionFromAnyFirstBlock) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<Segment> segments(1 + rng() % 12);
+    for (Segment& s : segments) {
+      s.key = rng() % 4;  // repeated keys: equal content in different places
+      s.tokens = 1 + static_cast<int64_t>(rng() % (rng() % 2 ? 40 : 900));
+    }
+    int64_t block_tokens = 1 + static_cast<int64_t>(rng() % 300);
+    std::vector<uint64_t> expected = reference_chain(segments, block_tokens);
+    ASSERT_EQ(chain(segments, block_tokens), expected) << "trial " << trial;
+    // From a later first block, the ids below it are taken as they are.
+    size_t first = rng() % (expected.size() + 1);
+    std::vector<uint64_t> partial(expected.begin(), expected.begin() + static_cast<long>(first));
+    chain_blocks(segments, block_tokens, first, partial);
+    ASSERT_EQ(partial, expected) << "trial " << trial << ", first block " << first;
+  }
 }
 
 TEST(Reblock, SameSizeKeepsTheIds) {

@@ -77,10 +77,13 @@ class PrefixForest {
     bool consistent;    // false when an id reappeared after a different predecessor
   };
 
-  // Starts loading the index slots that add(ids) will probe first, every sampled depth's among them:
-  // the binary search's probes depend on each other, and with every slot loaded at once their cache
-  // misses overlap instead of coming one after another.
-  void prefetch(const std::vector<uint64_t>& ids) const;
+  // Starts loading the index slots that add(ids) will probe first: the binary search's probes depend
+  // on each other, and with their slots loaded at once the cache misses overlap instead of coming one
+  // after another. With `likely_hit` == 0, every sampled depth's slot; else the hit is expected to end
+  // near `likely_hit` blocks (a turn repeating that much of an earlier one), and only the probes of a
+  // search ending there, and the head-index slots of the walk after it, are loaded. Either way the
+  // result of add is the same.
+  void prefetch(const std::vector<uint64_t>& ids, size_t likely_hit = 0) const;
   // Finds the request's hit prefix and adds the rest of its blocks.
   Placement add(const std::vector<uint64_t>& ids);
   int64_t unique_blocks() const { return static_cast<int64_t>(node_id_.size()); }

@@ -104,7 +104,7 @@ class StatsBuilder {
       session_->blocks = r.block_ids.size();
     }
     reuse_.prepare(r.block_ids, known, session_ == nullptr ? nullptr : &session_->sampled);
-    forest_.prefetch(r.block_ids);
+    forest_.prefetch(r.block_ids, known);
   }
 
   // REQUIRES: prepare(r) was the last call to prepare.
