@@ -548,19 +548,31 @@ __global__ void __launch_bounds__(kThreads)
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
   const float inverse_d = 1.0f / static_cast<float>(D);
   const BlockRounds rounds = block_rounds(L);
+  // K's fields of a round are loaded during the previous round's V work, V's at the start of the round,
+  // so that neither kind of load is waited for right after it is issued (ncu: the kernel spent half its
+  // time between issues waiting on loads when both were loaded at the start of the round).
+  const auto slot_of = [&](int64_t first) {
+    return slots + min(first + threadIdx.x / L, vectors - 1) * params.slot_bytes;
+  };
+  const auto load_k = [&](const uint8_t* slot, uint32_t* nibbles, uint16_t& norm_h) {
+#pragma unroll
+    for (int j = 0; j < J; ++j) load_run<C / 2>(slot + (j * L + lane) * C / 2, &nibbles[j], wide);
+    norm_h = load_fp16(slot + D / 2, wide);
+  };
+  uint32_t next_k_nibbles[J];
+  uint16_t next_norm_h;
+  load_k(slot_of(rounds.first), next_k_nibbles, next_norm_h);
   for (int64_t first = rounds.first; first < vectors; first += rounds.step) {
     const int64_t n = first + threadIdx.x / L;
     const bool active = n < vectors;
-    const int64_t row = active ? n : vectors - 1;
-    const uint8_t* slot = slots + row * params.slot_bytes;
+    const uint8_t* slot = slot_of(first);
     uint32_t k_nibbles[J], v_nibbles[J];
 #pragma unroll
     for (int j = 0; j < J; ++j) {
-      const int chunk = j * L + lane;
-      load_run<C / 2>(slot + chunk * C / 2, &k_nibbles[j], wide);
-      load_run_u16<C / 2>(slot + D / 2 + 2 + chunk * C / 2, &v_nibbles[j], wide);
+      k_nibbles[j] = next_k_nibbles[j];
+      load_run_u16<C / 2>(slot + D / 2 + 2 + (j * L + lane) * C / 2, &v_nibbles[j], wide);
     }
-    const uint16_t norm_h = load_fp16(slot + D / 2, wide);
+    const uint16_t norm_h = next_norm_h;
     const uint16_t scale_h = load_fp16(slot + D + 2, wide), zero_h = load_fp16(slot + D + 4, wide);
     float x[E];
 #pragma unroll
@@ -574,14 +586,15 @@ __global__ void __launch_bounds__(kThreads)
     const float scale = (finite_norm ? fp16_value(norm_h) : fp16_to_float(norm_h)) * inverse_d;
 #pragma unroll
     for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
-    if (!active) continue;
 #pragma unroll
-    for (int j = 0; j < J; ++j) {
+    for (int j = 0; j < J && active; ++j) {
       const int chunk = j * L + lane;
       uint32_t flip[C / 2];
       load_shared_words<C / 2>(flips + chunk * C / 2, flip);
       store_bf16<C>(x + j * C, bounded && finite_norm, flip, k + n * D + chunk * C);
     }
+    load_k(slot_of(first + rounds.step), next_k_nibbles, next_norm_h);
+    if (!active) continue;
     const bool finite = affine_dequantize<E>(v_nibbles, scale_h, zero_h, x);
 #pragma unroll
     for (int j = 0; j < J; ++j) store_bf16<C>(x + j * C, finite, none, v + n * D + (j * L + lane) * C);
