@@ -26,11 +26,12 @@ void chain_blocks(const std::vector<Segment>& segments, int64_t block_tokens, si
   ids.resize(blocks);
   if (first_block >= blocks) return;
 
-  // Walk to the segment holding the first token of `first_block`.
+  // Walk back from the end to the segment holding the first token of `first_block` (usually near the
+  // end: a session's next turn recomputes the blocks past what it kept).
   int64_t position = static_cast<int64_t>(first_block) * block_tokens;
-  size_t segment = 0;
-  int64_t segment_start = 0;
-  while (segment_start + segments[segment].tokens <= position) segment_start += segments[segment++].tokens;
+  size_t segment = segments.size() - 1;
+  int64_t segment_start = total - segments[segment].tokens;
+  while (segment_start > position) segment_start -= segments[--segment].tokens;
 
   uint64_t chain = first_block == 0 ? kChainRoot : ids[first_block - 1];
   // A block's content hash starts with mix_ids(0, key) of the segment it starts in: the same for every

@@ -76,11 +76,15 @@ void PrefixForest::prefetch(const std::vector<uint64_t>& ids, size_t likely_hit)
       hi = mid;
     }
   }
-  // The walk from that sample (or from the root) looks up the head index for the ids after it.
+  // The walk from that sample (or from the root) looks up the head index for the ids after it, and the
+  // first new block becomes the head of a run.
   size_t from = lo > 0 ? (lo - 1) * kSampleStride + kSampleStride : 0;
   if (from == 0) heads_.prefetch(ids[0]);
   size_t reach = std::min(ids.size(), from + kSampleStride + 1);
   for (size_t i = from; i < reach; ++i) heads_.prefetch(ids[i]);
+  // The blocks past the hit are new: append_run adds their sampled depths to the sample index.
+  size_t sample = likely_hit + (kSampleStride - 1 - likely_hit % kSampleStride);
+  for (; sample < ids.size(); sample += kSampleStride) samples_.prefetch(ids[sample]);
 }
 
 uint32_t PrefixForest::deepest_sample(const std::vector<uint64_t>& ids, size_t& depth) const {

@@ -20,11 +20,11 @@ uint64_t turn_output_key(uint64_t session_key, int32_t turn) {
 }
 
 void SessionContext::truncate(int64_t keep_tokens) {
-  int64_t kept = 0;
-  size_t count = 0;
-  while (count < segments_.size() && kept + segments_[count].tokens <= keep_tokens) {
-    kept += segments_[count++].tokens;
-  }
+  // The most whole segments that fit in keep_tokens, counted from the end: a turn usually keeps most
+  // of a context of hundreds of segments.
+  int64_t kept = context_tokens_;
+  size_t count = segments_.size();
+  while (count > 0 && kept > keep_tokens) kept -= segments_[--count].tokens;
   if (kept < keep_tokens) segments_[count++].tokens = keep_tokens - kept;  // a cut segment keeps its key
   segments_.resize(count);
   context_tokens_ = keep_tokens;
