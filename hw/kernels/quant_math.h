@@ -59,14 +59,6 @@ KVTIER_HD uint16_t float_to_bf16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
-// fp16_to_float for a finite h (exponent field not 31) in three instructions: h's exponent and
-// mantissa bits placed in a float read as the value times 2^-112 (the bias difference 127 - 15, also for
-// fp16 subnormals, which land on float subnormals); the multiplication by 2^112 is exact.
-KVTIER_HD float finite_fp16_to_float(uint16_t h) {
-  return bits_float(static_cast<uint32_t>(h & 0x8000u) << 16 | static_cast<uint32_t>(h & 0x7fffu) << 13) *
-         0x1p112f;
-}
-
 KVTIER_HD float fp16_to_float(uint16_t h) {
   uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   uint32_t exponent = (h >> 10) & 0x1fu;
