@@ -4,11 +4,11 @@
 // elements in registers and cross-lane traffic is kept to the minimum the formats' operation order allows.
 //
 // TurboQuant quantize: a team of L = head_dim / E lanes per vector (E = 16 consecutive elements per
-// lane; head_dim 512 takes a full team of 32 lanes), teams stride over the vectors. The
-// format's norm is summed as 32 "virtual lanes" of head_dim / 32 elements followed by a butterfly
-// (turboquant.h); a lane holds 32 / L of those virtual lanes, runs the butterfly stages between them in
-// registers and the others through shuffles, in the same order. The Walsh-Hadamard stages below E run
-// in registers, the log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
+// lane; head_dim 512 takes a full team of 32 lanes), teams stride over the vectors. The format sums the
+// norm's squares in runs of 16 elements followed by a butterfly (turboquant.h): a lane's own run, then
+// log2(L) shuffles. (It used to sum 32 runs of head_dim / 32 whatever the layout, which cost a lane 4
+// partial sums and three more butterfly stages, about 3 % of the kernel.) The Walsh-Hadamard stages below E
+// run in registers, the log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
 // lookup keyed by the top 11 bits of the float (sign, exponent, two mantissa bits) and one comparison,
 // which equals the reference's binary search whenever no bucket holds two boundaries (checked on the host
 // once per codebook; otherwise the launch takes the kernel that runs the search).
@@ -278,33 +278,17 @@ __device__ void load_shared_words(const uint32_t* src, uint32_t* words) {
   }
 }
 
-// The squared norm in the format's order: 32 reduction lanes summing their run of elements, then a
-// butterfly over reduction-lane distances 16 ... 1. Stages between this lane's own reduction lanes run
-// in registers, the others exchange with lane (l XOR distance / kVirtual).
-template <int D, int L>
-__device__ float lane_ordered_sum_of_squares(const float* x) {
-  constexpr int kVirtual = kTurboQuantLanes / L;  // reduction lanes per lane
-  constexpr int kRun = D / kTurboQuantLanes;      // elements per reduction lane
-  float part[kVirtual];
+// The squared norm in the format's order (turboquant.h): this lane's run of E elements, then a butterfly
+// over the team's L lanes.
+template <int E, int L>
+__device__ float ordered_sum_of_squares(const float* x) {
+  static_assert(E == kTurboQuantNormRun, "a lane holds one run of the norm's sum");
+  float sum = x[0] * x[0];  // fma(x, x, 0) == x * x
 #pragma unroll
-  for (int r = 0; r < kVirtual; ++r) {
-    part[r] = x[r * kRun] * x[r * kRun];  // fma(x, x, 0) == x * x
+  for (int e = 1; e < E; ++e) sum = fused_multiply_add(x[e], x[e], sum);
 #pragma unroll
-    for (int e = 1; e < kRun; ++e) part[r] = fused_multiply_add(x[r * kRun + e], x[r * kRun + e], part[r]);
-  }
-#pragma unroll
-  for (int stage = 1; stage < kTurboQuantLanes; stage <<= 1) {
-    const int distance = kTurboQuantLanes / 2 / stage;  // 16, 8, 4, 2, 1
-    if (distance >= kVirtual) {
-#pragma unroll
-      for (int r = 0; r < kVirtual; ++r) part[r] = part[r] + gpu::shfl_xor(part[r], distance / kVirtual, L);
-    } else {
-#pragma unroll
-      for (int r = 0; r < kVirtual; ++r)
-        if ((r & distance) == 0) part[r] = part[r] + part[r + distance];
-    }
-  }
-  return part[0];
+  for (int distance = L / 2; distance > 0; distance >>= 1) sum = sum + gpu::shfl_xor(sum, distance, L);
+  return sum;
 }
 
 // The unnormalised Walsh-Hadamard transform of the team's vector: stages below E in registers, longer
@@ -429,7 +413,7 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     load_shared_words<E / 2>(flips + lane * E / 2, flip);
     float x[E];
     unpack_bf16<E>(k_words, flip, x);  // s * k: the signs do not change the squares
-    const float norm = sqrtf(lane_ordered_sum_of_squares<D, L>(x));
+    const float norm = sqrtf(ordered_sum_of_squares<E, L>(x));
     walsh_hadamard<D, E>(x, lane);
     const float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;
     uint32_t k_packed[E / 8];

@@ -60,22 +60,23 @@ void walsh_hadamard(float* x, int d) {
   }
 }
 
-// Sum of squares in the format's lane order (see the header).
-float lane_ordered_sum_of_squares(const float* x, int d) {
-  int per_lane = d / kTurboQuantLanes;
-  float lane[kTurboQuantLanes];
-  for (int l = 0; l < kTurboQuantLanes; ++l) {
+// Sum of squares in the format's order (see the header).
+float ordered_sum_of_squares(const float* x, int d) {
+  constexpr int kMaxRuns = 512 / kTurboQuantNormRun;
+  const int runs = d / kTurboQuantNormRun;
+  float sums[kMaxRuns] = {};
+  for (int r = 0; r < runs; ++r) {
     float sum = 0.0f;
-    for (int e = 0; e < per_lane; ++e)
-      sum = fused_multiply_add(x[l * per_lane + e], x[l * per_lane + e], sum);
-    lane[l] = sum;
+    for (int e = r * kTurboQuantNormRun; e < (r + 1) * kTurboQuantNormRun; ++e)
+      sum = fused_multiply_add(x[e], x[e], sum);
+    sums[r] = sum;
   }
-  for (int distance = kTurboQuantLanes / 2; distance > 0; distance >>= 1) {
-    float next[kTurboQuantLanes];
-    for (int l = 0; l < kTurboQuantLanes; ++l) next[l] = lane[l] + lane[l ^ distance];
-    std::memcpy(lane, next, sizeof lane);
+  for (int distance = runs / 2; distance > 0; distance >>= 1) {
+    float next[kMaxRuns];
+    for (int r = 0; r < runs; ++r) next[r] = sums[r] + sums[r ^ distance];
+    std::memcpy(sums, next, sizeof(float) * runs);
   }
-  return lane[0];
+  return sums[0];
 }
 
 void put_fp16(uint8_t* at, uint16_t h) {
@@ -144,7 +145,7 @@ void turboquant_quantize_reference(const TurboQuantParams& params, std::span<con
     std::memset(slot, 0, params.slot_bytes);
 
     for (int i = 0; i < d; ++i) x[i] = bf16_to_float(k[n * d + i]);
-    float norm = std::sqrt(lane_ordered_sum_of_squares(x.data(), d));
+    float norm = std::sqrt(ordered_sum_of_squares(x.data(), d));
     for (int i = 0; i < d; ++i) x[i] *= rotation_sign(params.rotation_seed, i);
     walsh_hadamard(x.data(), d);
     float inverse_norm = norm > 0.0f ? 1.0f / norm : 0.0f;

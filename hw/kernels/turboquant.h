@@ -11,10 +11,10 @@
 // V: per-token min/max: scale = (max - min) / 15, zero = min, value = round((v - zero) / scale).
 //
 // The order of floating-point operations is part of the format, so that the GPU kernels reproduce the
-// reference bit for bit: the squared norm is summed as 32 lanes, each adding the squares of its d/32
-// consecutive elements in order with fused multiply-adds, then combined by a butterfly over lane
-// distances 16, 8, 4, 2, 1. V's nibble is round((v - zero) / scale) as fma(v - zero, 1 / scale, 0.5)
-// truncated, its value fma(nibble, scale, zero).
+// reference bit for bit: the squared norm is summed as d/16 runs of 16 consecutive elements, each
+// adding its squares in order with fused multiply-adds, then combined by a butterfly over run distances
+// d/32, ..., 2, 1 (the quantize kernel's lanes hold one run each). V's nibble is round((v - zero) / scale) as
+// fma(v - zero, 1 / scale, 0.5) truncated, its value fma(nibble, scale, zero).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 
 namespace kvtier::hw {
 
-inline constexpr int kTurboQuantLanes = 32;  // lanes that cooperate on one vector (the reduction order)
+inline constexpr int kTurboQuantNormRun = 16;  // elements per partial sum of the squared norm
 
 // The 16-level Lloyd-Max quantizer of N(0, 1): ascending centroids and the 15 boundaries between them.
 struct TurboQuantCodebook {
