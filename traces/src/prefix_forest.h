@@ -36,10 +36,13 @@ class IdIndex {
   void prefetch(uint64_t id) const { __builtin_prefetch(&slots_[home_slot(id)]); }
 
  private:
-  struct Slot {
+  // 12 bytes, not 16 with padding: a quarter less fresh memory for the kernel to clear, and more slots
+  // per cache line. x86-64 and AArch64 load the unaligned id at little or no extra cost.
+  struct __attribute__((packed)) Slot {
     uint64_t id;
     uint32_t value;  // kAbsent marks an empty slot
   };
+  static_assert(sizeof(Slot) == 12);
   // Ids from traces may be small consecutive integers (Mooncake): spread them before masking.
   static uint64_t spread(uint64_t id) {
     id ^= id >> 33;
