@@ -121,9 +121,11 @@ KVTIER_HD float inverse_scale(float scale) {
 }
 
 // Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale:
-// round((x - zero) * inverse_scale(scale)) clamped to [0, 15].
+// round((x - zero) * inverse_scale(scale)) clamped to [0, 15], computed as
+// trunc(fma(x, inverse, fma(-zero, inverse, 0.5))): the inner term is the same for a whole group, so a
+// kernel spends one instruction per element on it.
 KVTIER_HD uint32_t affine_nibble(float x, float zero, float inverse) {
-  float q = fused_multiply_add(x - zero, inverse, 0.5f);
+  float q = fused_multiply_add(x, inverse, fused_multiply_add(-zero, inverse, 0.5f));
   if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
   if (q >= 15.0f) return 15;   // before the conversion, which is undefined past 2^32
   return static_cast<uint32_t>(q);

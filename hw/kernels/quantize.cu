@@ -3,12 +3,11 @@
 // These kernels move 1.5-2 bytes per element and must run at HBM speed, so each lane works on a run of
 // elements in registers and cross-lane traffic is kept to the minimum the formats' operation order allows.
 //
-// TurboQuant quantize: a team of L = head_dim / E lanes per vector (E = 16 consecutive elements per
-// lane; head_dim 512 takes a full team of 32 lanes), teams stride over the vectors. The format sums the
-// norm's squares in runs of 16 elements followed by a butterfly (turboquant.h): a lane's own run, then
-// log2(L) shuffles. (It used to sum 32 runs of head_dim / 32 whatever the layout, which cost a lane 4
-// partial sums and three more butterfly stages, about 3 % of the kernel.) The Walsh-Hadamard stages below E
-// run in registers, the log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
+// TurboQuant quantize: a team of L = head_dim / E lanes per vector (E = 32 consecutive elements per
+// lane; head_dim 32 takes one lane, 512 sixteen), teams stride over the vectors. The format sums the
+// norm's squares in runs of 16 elements followed by a butterfly (turboquant.h): a lane's two runs, then
+// log2(L) shuffle stages and one in registers. The Walsh-Hadamard stages below E run in registers, the
+// log2(L) longer ones through shuffles. A codebook cell is found with one shared-memory
 // lookup keyed by the top 11 bits of the float (sign, exponent, two mantissa bits) and one comparison,
 // which equals the reference's binary search whenever no bucket holds two boundaries (checked on the host
 // once per codebook; otherwise the launch takes the kernel that runs the search).
@@ -50,15 +49,15 @@ constexpr int kBucketBits = 11;
 constexpr int kBuckets = 1 << kBucketBits;
 constexpr int kDequantizeElements = 8;  // per lane in the int4 dequantize kernel
 
-// The quantize lanes' layout: 16 consecutive elements per lane, D / 16 lanes per vector (2 to 32 for
-// head_dim 32 to 512). At 32 per lane a thread needed 104 registers, two blocks fitted on an SM and the
-// kernel waited on latency (ncu: 0.47 instructions issued per cycle), which one more shuffle stage of
-// the transform costs less than.
+// The quantize lanes' layout: 32 consecutive elements per lane, D / 32 lanes per vector (1 to 16 for
+// head_dim 32 to 512). The kernel is bound by instruction issue, and per lane and vector it repeats the
+// scalar work (square root, reciprocals, conversions, store setup): at 16 elements per lane that was a
+// quarter of its instructions, and the transform and the norm took one more shuffle stage each.
 template <int D>
 struct QuantizeLayout {
-  static constexpr int kElements = 16;          // per lane
+  static constexpr int kElements = 32;          // per lane: two of the norm's runs
   static constexpr int kLanes = D / kElements;  // per vector
-  static_assert(kLanes >= 2 && kLanes <= kWarp, "a team of lanes fits in a warp");
+  static_assert(kLanes >= 1 && kLanes <= kWarp, "a team of lanes fits in a warp");
 };
 
 // Loads N bf16 values (N a multiple of 8, 16-byte aligned) as N/2 packed 32-bit words.
@@ -118,7 +117,7 @@ __device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, u
 // Nibble of a min/max-quantized value; the same as affine_nibble (quant_math.h), with the saturating
 // conversion doing the clamp at 0 and the NaN case.
 __device__ uint32_t affine_nibble_fast(float x, float zero, float inverse) {
-  const float q = fused_multiply_add(x - zero, inverse, 0.5f);
+  const float q = fused_multiply_add(x, inverse, fused_multiply_add(-zero, inverse, 0.5f));
   return min(__float2uint_rz(q), 15u);
 }
 
@@ -278,17 +277,30 @@ __device__ void load_shared_words(const uint32_t* src, uint32_t* words) {
   }
 }
 
-// The squared norm in the format's order (turboquant.h): this lane's run of E elements, then a butterfly
-// over the team's L lanes.
+// The squared norm in the format's order (turboquant.h): this lane's R = E / 16 runs, then the butterfly
+// over the team's R * L runs; a distance of R or more pairs runs of lanes (distance / R) apart, a smaller
+// one this lane's own runs.
 template <int E, int L>
 __device__ float ordered_sum_of_squares(const float* x) {
-  static_assert(E == kTurboQuantNormRun, "a lane holds one run of the norm's sum");
-  float sum = x[0] * x[0];  // fma(x, x, 0) == x * x
+  constexpr int R = E / kTurboQuantNormRun;
+  float sum[R];
 #pragma unroll
-  for (int e = 1; e < E; ++e) sum = fused_multiply_add(x[e], x[e], sum);
+  for (int r = 0; r < R; ++r) {
+    const float* run = x + r * kTurboQuantNormRun;
+    sum[r] = run[0] * run[0];  // fma(x, x, 0) == x * x
 #pragma unroll
-  for (int distance = L / 2; distance > 0; distance >>= 1) sum = sum + gpu::shfl_xor(sum, distance, L);
-  return sum;
+    for (int e = 1; e < kTurboQuantNormRun; ++e) sum[r] = fused_multiply_add(run[e], run[e], sum[r]);
+  }
+#pragma unroll
+  for (int distance = R * L / 2; distance > 0; distance >>= 1) {
+    float next[R];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+      next[r] = distance >= R ? sum[r] + gpu::shfl_xor(sum[r], distance / R, L) : sum[r] + sum[r ^ distance];
+#pragma unroll
+    for (int r = 0; r < R; ++r) sum[r] = next[r];
+  }
+  return sum[0];
 }
 
 // The unnormalised Walsh-Hadamard transform of the team's vector: stages below E in registers, longer
@@ -376,19 +388,26 @@ __device__ BlockRounds block_rounds(int lanes_per_item) {
   return {int64_t{blockIdx.x} * items_per_block, int64_t{gridDim.x} * items_per_block};
 }
 
-// The slot of an 8-byte aligned slot from its norm on, as 8-byte words: lane l writes the word at D/2 + 8l
-// (`head`: the norm or the previous lane's last two bytes of V data, then its own first six), the last lane
-// also the word at D (its last two bytes, scale, zero, two zero bytes) and any further padding. Writing
-// the V bytes, norm, scale and zero in two-byte stores sent each L2 sector several partial writes (ncu:
-// 7 of 32 bytes used per sector and store, L2 85 % busy at 55 % of DRAM bandwidth).
-template <int D, int L>
+// The slot of an 8-byte aligned slot from its norm on, as 8-byte words. Lane l's W words of V data start
+// two bytes into the word at D/2 + 4 W l, so it writes from there: `head` (the norm, or the previous lane's
+// last two bytes of V data), then its own bytes but the last two; the last lane also writes the word at D
+// (its last two bytes, scale, zero, two zero bytes) and any further padding. Writing the V bytes, norm,
+// scale and zero in two-byte stores sent each L2 sector several partial writes (ncu: 7 of 32 bytes used
+// per sector and store, L2 85 % busy at 55 % of DRAM bandwidth).
+template <int D, int L, int W>
 __device__ void store_slot_words(uint8_t* slot, int slot_bytes, int lane, uint32_t head,
                                  const uint32_t* v_packed, uint16_t scale_h, uint16_t zero_h) {
-  static_assert(D % 16 == 0, "the norm starts a word");
-  auto* words = reinterpret_cast<uint2*>(slot + D / 2);
-  words[lane] = make_uint2(head | v_packed[0] << 16, v_packed[0] >> 16 | v_packed[1] << 16);
+  static_assert(D % 16 == 0 && W % 2 == 0, "the norm and every lane's run start a word");
+  uint32_t out[W];
+  out[0] = head | v_packed[0] << 16;
+#pragma unroll
+  for (int i = 1; i < W; ++i) out[i] = v_packed[i - 1] >> 16 | v_packed[i] << 16;
+  auto* words = reinterpret_cast<uint2*>(slot + D / 2) + lane * W / 2;
+#pragma unroll
+  for (int i = 0; i < W / 2; ++i) words[i] = make_uint2(out[2 * i], out[2 * i + 1]);
   if (lane != L - 1) return;
-  words[L] = make_uint2(v_packed[1] >> 16 | static_cast<uint32_t>(scale_h) << 16, zero_h);
+  *reinterpret_cast<uint2*>(slot + D) =
+      make_uint2(v_packed[W - 1] >> 16 | static_cast<uint32_t>(scale_h) << 16, zero_h);
   for (int b = D + 8; b < slot_bytes; b += 8) *reinterpret_cast<uint2*>(slot + b) = make_uint2(0, 0);
 }
 
@@ -437,15 +456,16 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     uint32_t v_packed[E / 8];
     affine_quantize<E>(x, lo, hi, scale_h, zero_h, v_packed);
     const uint16_t norm_h = fp16_saturated(norm);
-    const uint32_t carried = gpu::shfl_up(v_packed[1] >> 16, 1, L);  // the previous lane's last V bytes
+    // The previous lane's last two bytes of V data.
+    const uint32_t carried = gpu::shfl_up(v_packed[E / 8 - 1] >> 16, 1, L);
     // Stores only after the last shuffle: a shuffle after a branch on `active` came wrapped in
     // convergence code.
     if (!active) continue;
     uint8_t* slot = slots + row * params.slot_bytes;
     store_run<E / 2>(k_packed, slot + lane * E / 2, wide);
     if (wide) {
-      store_slot_words<D, L>(slot, params.slot_bytes, lane, lane == 0 ? norm_h : carried, v_packed, scale_h,
-                             zero_h);
+      store_slot_words<D, L, E / 8>(slot, params.slot_bytes, lane, lane == 0 ? norm_h : carried, v_packed,
+                                    scale_h, zero_h);
       continue;
     }
     store_run<E / 2>(v_packed, slot + D / 2 + 2 + lane * E / 2, false);

@@ -13,8 +13,8 @@
 // The order of floating-point operations is part of the format, so that the GPU kernels reproduce the
 // reference bit for bit: the squared norm is summed as d/16 runs of 16 consecutive elements, each
 // adding its squares in order with fused multiply-adds, then combined by a butterfly over run distances
-// d/32, ..., 2, 1 (the quantize kernel's lanes hold one run each). V's nibble is round((v - zero) / scale) as
-// fma(v - zero, 1 / scale, 0.5) truncated, its value fma(nibble, scale, zero).
+// d/32, ..., 2, 1. V's nibble is round((v - zero) / scale) as
+// trunc(fma(v, 1 / scale, fma(-zero, 1 / scale, 0.5))), its value fma(nibble, scale, zero).
 #pragma once
 
 #include <cstdint>
