@@ -3,6 +3,9 @@
 // Warp-level exchange: CUDA's shuffles take a mask of participating lanes, HIP's take none and run on
 // 64-lane wavefronts on AMD Instinct GPUs. Kernels here only exchange within aligned groups of at most
 // 32 lanes with every lane of the group active, which means the same thing on both.
+//
+// Conversions and comparisons of bf16 and fp16 that CUDA has single instructions for: the kernels call
+// these, which fall back to plain arithmetic with the same results where the hardware lacks them.
 #pragma once
 
 #include <cstdint>

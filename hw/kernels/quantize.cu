@@ -97,11 +97,6 @@ __device__ uint16_t fp16_saturated(float f) {
   return gpu::fp16_bits_rn(fminf(fmaxf(f, -65504.0f), 65504.0f));
 }
 
-// fp16_to_float (quant_math.h) in one instruction, for bits that are not NaN (a NaN stays a NaN).
-__device__ float fp16_value(uint16_t h) {
-  return gpu::fp16_bits_value(h);
-}
-
 template <int N>
 __device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, uint16_t* dst) {
 #pragma unroll
@@ -354,8 +349,9 @@ __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& sc
   hi = canonical_zero(hi);
   zero_h = fp16_saturated(lo);
   scale_h = fp16_saturated((hi - lo) / 15.0f);
-  // A NaN scale converts to a NaN, which inverse_scale maps to 0 as the reference does.
-  const float zero = fp16_value(zero_h), inverse = inverse_scale(fp16_value(scale_h));
+  // A NaN scale converts to a NaN (fp16_bits_value is exact only for numbers), which inverse_scale maps
+  // to 0 as the reference does.
+  const float zero = gpu::fp16_bits_value(zero_h), inverse = inverse_scale(gpu::fp16_bits_value(scale_h));
 #pragma unroll
   for (int w = 0; w < E / 8; ++w) {
     uint32_t nibbles[8];
@@ -370,8 +366,8 @@ __device__ void affine_quantize(const float* x, float lo, float hi, uint16_t& sc
 template <int E>
 __device__ bool affine_dequantize(const uint32_t* packed, uint16_t scale_h, uint16_t zero_h, float* x) {
   const bool finite = (scale_h & 0x7c00u) != 0x7c00u && (zero_h & 0x7c00u) != 0x7c00u;
-  const float scale = finite ? fp16_value(scale_h) : fp16_to_float(scale_h);
-  const float zero = finite ? fp16_value(zero_h) : fp16_to_float(zero_h);
+  const float scale = finite ? gpu::fp16_bits_value(scale_h) : fp16_to_float(scale_h);
+  const float zero = finite ? gpu::fp16_bits_value(zero_h) : fp16_to_float(zero_h);
 #pragma unroll
   for (int i = 0; i < E; ++i)
     x[i] = fused_multiply_add(nibble_float((packed[i / 8] >> (4 * (i % 8))) & 0xfu), scale, zero);
@@ -587,7 +583,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     walsh_hadamard_interleaved<D>(x, lane);
     const bool finite_norm = (norm_h & 0x7c00u) != 0x7c00u;
-    const float scale = (finite_norm ? fp16_value(norm_h) : fp16_to_float(norm_h)) * inverse_d;
+    const float scale = (finite_norm ? gpu::fp16_bits_value(norm_h) : fp16_to_float(norm_h)) * inverse_d;
 #pragma unroll
     for (int i = 0; i < E; ++i) x[i] = x[i] * scale;  // s * x * scale: the sign goes on the bf16 bits
 #pragma unroll
