@@ -39,28 +39,22 @@ __device__ inline T shfl_up(T v, unsigned delta, int width) {
 #endif
 }
 
-// Lane-wise minimum and maximum of two pairs of bf16 (a NaN loses to a number), as fminf and fmaxf of their
-// values give them: one instruction on CUDA (sm_80 and later), through floats elsewhere.
-__device__ inline uint32_t bf16x2_min(uint32_t a, uint32_t b) {
+// Lane-wise minimum (kMax false) or maximum of two pairs of bf16 (a NaN loses to a number), as fminf and
+// fmaxf of their values give them: one instruction on CUDA (sm_80 and later), through floats elsewhere.
+template <bool kMax>
+__device__ inline uint32_t bf16x2_bound(uint32_t a, uint32_t b) {
 #if defined(KVTIER_GPU_CUDA) && __CUDA_ARCH__ >= 800
   uint32_t d;
-  asm("min.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  if constexpr (kMax) {
+    asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  } else {
+    asm("min.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  }
   return d;
 #else
-  const float low = fminf(__uint_as_float(a << 16), __uint_as_float(b << 16));
-  const float high = fminf(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
-  return (__float_as_uint(low) >> 16) | (__float_as_uint(high) & 0xffff0000u);
-#endif
-}
-
-__device__ inline uint32_t bf16x2_max(uint32_t a, uint32_t b) {
-#if defined(KVTIER_GPU_CUDA) && __CUDA_ARCH__ >= 800
-  uint32_t d;
-  asm("max.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  const float low = fmaxf(__uint_as_float(a << 16), __uint_as_float(b << 16));
-  const float high = fmaxf(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
+  const auto bound = [](float x, float y) { return kMax ? fmaxf(x, y) : fminf(x, y); };
+  const float low = bound(__uint_as_float(a << 16), __uint_as_float(b << 16));
+  const float high = bound(__uint_as_float(a & 0xffff0000u), __uint_as_float(b & 0xffff0000u));
   return (__float_as_uint(low) >> 16) | (__float_as_uint(high) & 0xffff0000u);
 #endif
 }

@@ -334,8 +334,8 @@ __device__ void min_max_bf16(const uint32_t* words, float& lo, float& hi) {
   uint32_t low = words[0], high = words[0];
 #pragma unroll
   for (int j = 1; j < N / 2; ++j) {
-    low = gpu::bf16x2_min(low, words[j]);
-    high = gpu::bf16x2_max(high, words[j]);
+    low = gpu::bf16x2_bound<false>(low, words[j]);
+    high = gpu::bf16x2_bound<true>(high, words[j]);
   }
   lo = fminf(fminf(INFINITY, bits_float(low << 16)), bits_float(low & 0xffff0000u));
   hi = fmaxf(fmaxf(-INFINITY, bits_float(high << 16)), bits_float(high & 0xffff0000u));
