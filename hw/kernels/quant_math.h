@@ -120,12 +120,17 @@ KVTIER_HD float inverse_scale(float scale) {
   return scale > 0.0f ? 1.0f / scale : 0.0f;
 }
 
+// (x - zero) * inverse + 0.5, whose truncation is x's nibble, as the format rounds it:
+// fma(x, inverse, fma(-zero, inverse, 0.5)). The inner term is the same for a whole group, so a kernel
+// spends one instruction per element on it.
+KVTIER_HD float affine_position(float x, float zero, float inverse) {
+  return fused_multiply_add(x, inverse, fused_multiply_add(-zero, inverse, 0.5f));
+}
+
 // Min/max quantization to 4 bits with the stored (fp16-rounded) zero and scale:
-// round((x - zero) * inverse_scale(scale)) clamped to [0, 15], computed as
-// trunc(fma(x, inverse, fma(-zero, inverse, 0.5))): the inner term is the same for a whole group, so a
-// kernel spends one instruction per element on it.
+// round((x - zero) * inverse_scale(scale)) clamped to [0, 15].
 KVTIER_HD uint32_t affine_nibble(float x, float zero, float inverse) {
-  float q = fused_multiply_add(x, inverse, fused_multiply_add(-zero, inverse, 0.5f));
+  float q = affine_position(x, zero, inverse);
   if (!(q >= 1.0f)) return 0;  // also maps NaN to 0
   if (q >= 15.0f) return 15;   // before the conversion, which is undefined past 2^32
   return static_cast<uint32_t>(q);

@@ -61,16 +61,16 @@ struct QuantizeLayout {
   static_assert(kLanes >= 1 && kLanes <= kWarp, "a team of lanes fits in a warp");
 };
 
-// Loads N bf16 values (N a multiple of 8, 16-byte aligned) as N/2 packed 32-bit words.
-template <int N>
-__device__ void load_words(const uint16_t* src, uint32_t* words) {
+// Loads W 32-bit words (W a multiple of 4) from 16-byte aligned `src`, global or shared, in 16-byte loads.
+template <int W>
+__device__ void load_words(const void* src, uint32_t* words) {
 #pragma unroll
-  for (int w = 0; w < N / 8; ++w) {
-    uint4 word = reinterpret_cast<const uint4*>(src)[w];
-    words[4 * w] = word.x;
-    words[4 * w + 1] = word.y;
-    words[4 * w + 2] = word.z;
-    words[4 * w + 3] = word.w;
+  for (int i = 0; i < W / 4; ++i) {
+    const uint4 word = reinterpret_cast<const uint4*>(src)[i];
+    words[4 * i] = word.x;
+    words[4 * i + 1] = word.y;
+    words[4 * i + 2] = word.z;
+    words[4 * i + 3] = word.w;
   }
 }
 
@@ -113,8 +113,7 @@ __device__ void store_bf16(const float* in, bool finite, const uint32_t* flip, u
 // Nibble of a min/max-quantized value; the same as affine_nibble (quant_math.h), with the saturating
 // conversion doing the clamp at 0 and the NaN case.
 __device__ uint32_t affine_nibble_fast(float x, float zero, float inverse) {
-  const float q = fused_multiply_add(x, inverse, fused_multiply_add(-zero, inverse, 0.5f));
-  return min(__float2uint_rz(q), 15u);
+  return min(__float2uint_rz(affine_position(x, zero, inverse)), 15u);
 }
 
 // Eight values below 16 as one word, the first in the low nibble, by a tree of shift-and-adds (one
@@ -258,18 +257,6 @@ __device__ void build_rotation_flips(uint32_t seed, uint32_t* flips) {
   for (int j = threadIdx.x; j < D / 2; j += blockDim.x) {
     flips[j] = (rotation_sign(seed, 2 * j) < 0.0f ? 0x8000u : 0u) |
                (rotation_sign(seed, 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
-  }
-}
-
-template <int N>
-__device__ void load_shared_words(const uint32_t* src, uint32_t* words) {
-#pragma unroll
-  for (int w = 0; w < N / 4; ++w) {
-    const uint4 word = reinterpret_cast<const uint4*>(src)[w];
-    words[4 * w] = word.x;
-    words[4 * w + 1] = word.y;
-    words[4 * w + 2] = word.z;
-    words[4 * w + 3] = word.w;
   }
 }
 
@@ -424,9 +411,9 @@ __device__ void turboquant_quantize_vectors(const TurboQuantParams& params, cons
     const bool active = n < vectors;
     const int64_t row = active ? n : vectors - 1;
     uint32_t k_words[E / 2], v_words[E / 2], flip[E / 2];
-    load_words<E>(k + row * D + lane * E, k_words);
-    load_words<E>(v + row * D + lane * E, v_words);
-    load_shared_words<E / 2>(flips + lane * E / 2, flip);
+    load_words<E / 2>(k + row * D + lane * E, k_words);
+    load_words<E / 2>(v + row * D + lane * E, v_words);
+    load_words<E / 2>(flips + lane * E / 2, flip);
     float x[E];
     unpack_bf16<E>(k_words, flip, x);  // s * k: the signs do not change the squares
     const float norm = sqrtf(ordered_sum_of_squares<E, L>(x));
@@ -481,11 +468,14 @@ __global__ void __launch_bounds__(kThreads)
     turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
                                int64_t vectors) {
   __shared__ CellBucket cells[kUseTable ? kBuckets : 1];
-  __shared__ float boundaries[15];
+  __shared__ float boundaries[kUseTable ? 1 : 15];  // for the search
   __shared__ __align__(16) uint32_t flips[D / 2];
   build_rotation_flips<D>(params.rotation_seed, flips);
-  if (threadIdx.x < 15) boundaries[threadIdx.x] = params.codebook.boundaries[threadIdx.x];
-  if constexpr (kUseTable) build_cell_table(params.codebook, cells);
+  if constexpr (kUseTable) {
+    build_cell_table(params.codebook, cells);
+  } else if (threadIdx.x < 15) {
+    boundaries[threadIdx.x] = params.codebook.boundaries[threadIdx.x];
+  }
   __syncthreads();
   turboquant_quantize_vectors<D, kUseTable>(params, k, v, slots, vectors, cells, boundaries, flips);
 }
@@ -591,7 +581,7 @@ __global__ void __launch_bounds__(kThreads)
     for (int j = 0; j < J && active; ++j) {
       const int chunk = j * L + lane;
       uint32_t flip[C / 2];
-      load_shared_words<C / 2>(flips + chunk * C / 2, flip);
+      load_words<C / 2>(flips + chunk * C / 2, flip);
       store_bf16<C>(x + j * C, bounded && finite_norm, flip, k + n * D + chunk * C);
     }
     load_k(slot_of(first + rounds.step), next_k_nibbles, next_norm_h);
@@ -635,7 +625,7 @@ __global__ void __launch_bounds__(kThreads)
     const bool active = c < chunks;
     const uint32_t chunk = active ? c : chunks - 1;
     uint32_t words[E / 2];
-    load_words<E>(x + int64_t{chunk} * E, words);
+    load_words<E / 2>(x + int64_t{chunk} * E, words);
     float value[E];
     unpack_bf16<E>(words, none, value);
     float lo, hi;

@@ -28,8 +28,10 @@ class ReuseSampler {
     positions_.clear();
     const uint64_t* id = ids.data();
     const size_t count = ids.size();
+    // With every id sampled (sampling 1) there is no scan to skip.
+    const bool reuse_previous = previous != nullptr && rejected_bits_ != 0;
     size_t first = 0;
-    if (previous != nullptr && rejected_bits_ != 0) {
+    if (reuse_previous) {
       first = std::min(known, count);
       for (size_t i : *previous) {
         if (i >= first) break;
@@ -40,7 +42,7 @@ class ReuseSampler {
     for (size_t i = first; i < count; ++i) {
       if ((hash(id[i]) & rejected) == 0) positions_.push_back(i);
     }
-    if (previous != nullptr && rejected_bits_ != 0) *previous = positions_;
+    if (reuse_previous) *previous = positions_;
     for (size_t i : positions_) index_.prefetch(id[i]);
   }
 
