@@ -261,13 +261,15 @@ TEST_F(GpuKernels, TurboQuantMatchesReferenceBitForBit) {
     check_turboquant_dequantize(params, slots);
   }
   // Slots aligned to 2 bytes only (slot_align 2): the kernels' byte-wise path.
-  TurboQuantParams packed = turboquant_params(64, 2);
-  check_turboquant_dequantize(packed, check_turboquant_quantize(packed, synthetic_bf16(333, 64, 42, true),
-                                                                synthetic_bf16(333, 64, 43, false)));
+  for (int d : {64, 512}) {
+    TurboQuantParams packed = turboquant_params(d, 2);
+    check_turboquant_dequantize(packed, check_turboquant_quantize(packed, synthetic_bf16(333, d, 42, true),
+                                                                  synthetic_bf16(333, d, 43, false)));
+  }
 }
 
 TEST_F(GpuKernels, TurboQuantMatchesReferenceOnEdgeCases) {
-  for (int d : {32, 128, 512}) {
+  for (int d : {32, 64, 128, 256, 512}) {
     const size_t vectors = 999;
     TurboQuantParams params = turboquant_params(d);
     check_turboquant_quantize(params, edge_case_bf16(vectors, d, 60 + d), edge_case_bf16(vectors, d, 61 + d));
@@ -287,6 +289,15 @@ TEST_F(GpuKernels, TurboQuantWithCloseBoundariesTakesTheSearchAndMatchesReferenc
   const size_t vectors = 515;
   check_turboquant_quantize(params, synthetic_bf16(vectors, 128, 80, true),
                             synthetic_bf16(vectors, 128, 81, false));
+}
+
+TEST_F(GpuKernels, TurboQuantWithANegativeZeroBoundaryMatchesReference) {
+  // z = +0 is not above a boundary of -0, but +0 is the sign the kernel's cell test reads from -0 - z
+  // unless the cell table stores that boundary as +0. Vectors of zeros of both signs give z = +-0.
+  TurboQuantParams params = turboquant_params(128);
+  params.codebook.boundaries[7] = -0.0f;
+  const size_t vectors = 999;
+  check_turboquant_quantize(params, edge_case_bf16(vectors, 128, 90), edge_case_bf16(vectors, 128, 91));
 }
 
 Int4GroupParams int4_params(int d, int g) {
