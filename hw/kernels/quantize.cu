@@ -747,6 +747,12 @@ unsigned blocks_for(int64_t items, int64_t items_per_block) {
   return static_cast<unsigned>(blocks < resident ? blocks : resident);
 }
 
+// Launches `Kernel` on `stream` over `items` in a one-wave grid (blocks_for) of kThreads-thread blocks.
+template <auto Kernel, typename... Args>
+void launch_one_wave(int64_t items, int64_t items_per_block, gpuStream_t stream, Args... args) {
+  Kernel<<<blocks_for<Kernel>(items, items_per_block), kThreads, 0, stream>>>(args...);
+}
+
 void check_turboquant(const TurboQuantParams& params, const void* a, const void* b) {
   const int d = params.head_dim;
   if (d < 32 || d > 512 || (d & (d - 1)) != 0 || params.slot_bytes < turboquant_slot_offsets(d).end) {
@@ -810,19 +816,16 @@ void turboquant_quantize(const TurboQuantParams& params, const uint16_t* k, cons
                          int64_t vectors, gpuStream_t stream) {
   check_turboquant(params, k, v);
   if (vectors <= 0) return;
-  const auto launch = [&](auto kernel, unsigned blocks) {
-    kernel<<<blocks, kThreads, 0, stream>>>(params, k, v, slots, vectors);
-  };
   const bool use_table = cell_table_is_exact(params.codebook);
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    constexpr int64_t kVectorsPerBlock = kThreads / QuantizeLayout<kD>::kLanes;
+    constexpr int64_t kPerBlock = kThreads / QuantizeLayout<kD>::kLanes;
     if (use_table) {
-      launch(turboquant_quantize_kernel<kD, true>,
-             blocks_for<turboquant_quantize_kernel<kD, true>>(vectors, kVectorsPerBlock));
+      launch_one_wave<turboquant_quantize_kernel<kD, true>>(vectors, kPerBlock, stream, params, k, v, slots,
+                                                            vectors);
     } else {
-      launch(turboquant_quantize_kernel<kD, false>,
-             blocks_for<turboquant_quantize_kernel<kD, false>>(vectors, kVectorsPerBlock));
+      launch_one_wave<turboquant_quantize_kernel<kD, false>>(vectors, kPerBlock, stream, params, k, v, slots,
+                                                             vectors);
     }
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_quantize_kernel");
@@ -832,19 +835,16 @@ void turboquant_dequantize(const TurboQuantParams& params, const uint8_t* slots,
                            int64_t vectors, gpuStream_t stream) {
   check_turboquant(params, k, v);
   if (vectors <= 0) return;
-  const auto launch = [&](auto kernel, unsigned blocks) {
-    kernel<<<blocks, kThreads, 0, stream>>>(params, slots, k, v, vectors);
-  };
   const bool wide = reinterpret_cast<uintptr_t>(slots) % 8 == 0 && params.slot_bytes % 8 == 0;
   with_head_dim(params.head_dim, [&](auto d) {
     constexpr int kD = decltype(d)::value;
-    constexpr int64_t kVectorsPerBlock = kThreads / DequantizeLayout<kD>::kLanes;
+    constexpr int64_t kPerBlock = kThreads / DequantizeLayout<kD>::kLanes;
     if (wide) {
-      launch(turboquant_dequantize_kernel<kD, true>,
-             blocks_for<turboquant_dequantize_kernel<kD, true>>(vectors, kVectorsPerBlock));
+      launch_one_wave<turboquant_dequantize_kernel<kD, true>>(vectors, kPerBlock, stream, params, slots, k, v,
+                                                              vectors);
     } else {
-      launch(turboquant_dequantize_kernel<kD, false>,
-             blocks_for<turboquant_dequantize_kernel<kD, false>>(vectors, kVectorsPerBlock));
+      launch_one_wave<turboquant_dequantize_kernel<kD, false>>(vectors, kPerBlock, stream, params, slots, k,
+                                                               v, vectors);
     }
   });
   KVTIER_GPU_CHECK_LAUNCH("turboquant_dequantize_kernel");
@@ -856,9 +856,7 @@ void int4_group_quantize(const Int4GroupParams& params, const uint16_t* x, uint8
   if (chunks == 0) return;
   with_chunk_elements(params.group_size, [&](auto e) {
     constexpr int kE = decltype(e)::value;
-    int4_group_quantize_kernel<kE>
-        <<<blocks_for<int4_group_quantize_kernel<kE>>(chunks, kThreads), kThreads, 0, stream>>>(
-            params, x, records, chunks);
+    launch_one_wave<int4_group_quantize_kernel<kE>>(chunks, kThreads, stream, params, x, records, chunks);
   });
   KVTIER_GPU_CHECK_LAUNCH("int4_group_quantize_kernel");
 }
@@ -868,16 +866,13 @@ void int4_group_dequantize(const Int4GroupParams& params, const uint8_t* records
   const uint32_t chunks = int4_chunks(params, x, records, rows, kDequantizeElements);
   if (chunks == 0) return;
   const int per_row = params.row_elements / kDequantizeElements;
-  const auto launch = [&](auto kernel, unsigned blocks) {
-    kernel<<<blocks, kThreads, 0, stream>>>(params, records, x, chunks);
-  };
-  constexpr int64_t kChunksPerBlock = kThreads * kInt4ChunksPerLane;
+  constexpr int64_t kPerBlock = kThreads * kInt4ChunksPerLane;
   if ((per_row & (per_row - 1)) == 0) {
-    launch(int4_group_dequantize_kernel<true>,
-           blocks_for<int4_group_dequantize_kernel<true>>(chunks, kChunksPerBlock));
+    launch_one_wave<int4_group_dequantize_kernel<true>>(chunks, kPerBlock, stream, params, records, x,
+                                                        chunks);
   } else {
-    launch(int4_group_dequantize_kernel<false>,
-           blocks_for<int4_group_dequantize_kernel<false>>(chunks, kChunksPerBlock));
+    launch_one_wave<int4_group_dequantize_kernel<false>>(chunks, kPerBlock, stream, params, records, x,
+                                                         chunks);
   }
   KVTIER_GPU_CHECK_LAUNCH("int4_group_dequantize_kernel");
 }
