@@ -50,11 +50,11 @@ constexpr int kBuckets = 1 << kBucketBits;
 constexpr int kBucketShift = 32 - kBucketBits;  // a float's bits >> kBucketShift: its bucket
 constexpr int kDequantizeElements = 8;          // per lane in the int4 dequantize kernel
 
-// The quantize lanes' layout: 32 consecutive elements per lane, D / 32 lanes per vector (1 to 16 for
-// head_dim 32 to 512). The kernel is bound by instruction issue, and every lane of a team repeats the
-// per-vector scalar work (square root, reciprocals, conversions, store setup): at 16 elements per lane
-// each element carried twice as much of it, and the transform and the norm one more shuffle stage each
-// (H200: 2.82 TiB/s against 2.94 at 32).
+// The quantize lanes' layout: 32 consecutive elements per lane, D / 32 lanes per vector (1 to 16 for head_dim
+// 32 to 512). Instruction issue is one of the kernel's two busiest units (the L1/shared-memory data pipe the
+// other), and every lane of a team repeats the per-vector scalar work (square root, reciprocals, conversions,
+// store setup): at 16 elements per lane each element carried twice as much of it, and the transform and the
+// norm one more shuffle stage each (H200: 2.82 TiB/s against 2.94 at 32).
 template <int D>
 struct QuantizeLayout {
   static constexpr int kElements = 32;          // per lane: two of the norm's runs
