@@ -27,7 +27,7 @@ std::vector<CopySample> exact_copies(CopyDirection direction, double latency, do
   return copies;
 }
 
-TEST(CalibrationJson, FitsPcieLatencyAndReportsTheLargestCopysRateInHardwareFileUnits) {
+TEST(CalibrationJson, FitsPcieLatencyPerDirectionAndReportsTheLargestCopysRateInHardwareFileUnits) {
   CalibrationRun run{.command = "kvtier-hw calibrate", .device = "test", .reference = h200()};
   run.copies = exact_copies(CopyDirection::kHostToDevice, 2.0e-6, 55e9);
   const auto d2h = exact_copies(CopyDirection::kDeviceToHost, 3.0e-6, 56e9);
@@ -37,8 +37,10 @@ TEST(CalibrationJson, FitsPcieLatencyAndReportsTheLargestCopysRateInHardwareFile
   // The 64 MiB copy: 67108864 B / (2 us + 1220.16 us) = 54.91 GB/s; / (3 us + 1198.37 us) = 55.86 GB/s.
   EXPECT_NEAR(parse_bandwidth(pcie["h2d_bandwidth"].get<std::string>()), 54.91e9, 0.006e9);
   EXPECT_NEAR(parse_bandwidth(pcie["d2h_bandwidth"].get<std::string>()), 55.86e9, 0.006e9);
-  // The mean of the two fitted latencies, (2 + 3) / 2 us.
-  EXPECT_NEAR(parse_duration(pcie["latency"].get<std::string>()), 2.5e-6, 0.006e-6);
+  // Each direction's fitted latency.
+  EXPECT_NEAR(parse_duration(pcie["h2d_latency"].get<std::string>()), 2.0e-6, 0.006e-6);
+  EXPECT_NEAR(parse_duration(pcie["d2h_latency"].get<std::string>()), 3.0e-6, 0.006e-6);
+  EXPECT_FALSE(pcie.contains("latency")) << "no shared latency beside the two";
   EXPECT_FALSE(json["hardware"].contains("nvme")) << "no disk samples, no nvme section";
 }
 

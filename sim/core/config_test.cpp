@@ -88,5 +88,18 @@ TEST(Config, HardwareFractionOutOfRange) {
   EXPECT_NE(message.find("gpu.prefill_mfu: expected a fraction in (0, 1]"), std::string::npos) << message;
 }
 
+TEST(Config, PcieLatencyPerDirectionOverridesTheSharedOne) {
+  const std::string base =
+      "name: x\ngpu: {model: g, hbm_capacity: 1GB, hbm_bandwidth: 1TB/s, bf16_dense: 1TFLOPS}\n"
+      "host: {dram_capacity: 1GB, dram_bandwidth: 1GB/s}\n"
+      "pcie: {h2d_bandwidth: 1GB/s, d2h_bandwidth: 1GB/s, latency: 2us";
+  HardwareConfig shared = parse_hardware(ConfigNode::load_string(base + "}\n", "hw.yaml"));
+  EXPECT_DOUBLE_EQ(shared.pcie_h2d.latency, 2e-6);
+  EXPECT_DOUBLE_EQ(shared.pcie_d2h.latency, 2e-6);
+  HardwareConfig own = parse_hardware(ConfigNode::load_string(base + ", d2h_latency: 1.5us}\n", "hw.yaml"));
+  EXPECT_DOUBLE_EQ(own.pcie_h2d.latency, 2e-6);
+  EXPECT_DOUBLE_EQ(own.pcie_d2h.latency, 1.5e-6);
+}
+
 }  // namespace
 }  // namespace kvtier

@@ -70,9 +70,12 @@ HardwareConfig parse_hardware(const ConfigNode& root) {
   hw.dram_bandwidth = positive(host, "dram_bandwidth", UnitKind::kBandwidth);
 
   ConfigNode pcie = root.child("pcie");
-  pcie.allow_keys({"h2d_bandwidth", "d2h_bandwidth", "latency"});
+  pcie.allow_keys({"h2d_bandwidth", "d2h_bandwidth", "latency", "h2d_latency", "d2h_latency"});
   hw.pcie_h2d = parse_link(pcie, "h2d_bandwidth");
   hw.pcie_d2h = parse_link(pcie, "d2h_bandwidth");
+  // A direction's own latency, where given, overrides the shared one (calibrations measure both).
+  hw.pcie_h2d.latency = pcie.quantity("h2d_latency", UnitKind::kDuration, hw.pcie_h2d.latency);
+  hw.pcie_d2h.latency = pcie.quantity("d2h_latency", UnitKind::kDuration, hw.pcie_d2h.latency);
 
   if (auto nvme = root.optional_child("nvme")) hw.nvme = parse_nvme(*nvme);
   if (auto network = root.optional_child("network")) {
