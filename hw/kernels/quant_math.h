@@ -14,6 +14,10 @@
 #include <cmath>
 #include <cstdint>
 
+#if defined(__HIPCC__)
+#include <hip/hip_runtime.h>  // __float_as_uint and the other device intrinsics, whatever came first
+#endif
+
 #if defined(__CUDACC__) || defined(__HIPCC__)
 #define KVTIER_HD __host__ __device__ inline
 #else

@@ -35,6 +35,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cell_table.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "kernels_gpu.h"
@@ -45,10 +46,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;  // the widest team of lanes that exchange values, not the hardware width
-constexpr int kBucketBits = 11;
-constexpr int kBuckets = 1 << kBucketBits;
-constexpr int kBucketShift = 32 - kBucketBits;  // a float's bits >> kBucketShift: its bucket
-constexpr int kDequantizeElements = 8;          // per lane in the int4 dequantize kernel
+constexpr int kDequantizeElements = 8;  // per lane in the int4 dequantize kernel
 
 // The quantize lanes' layout: 32 consecutive elements per lane, D / 32 lanes per vector (1 to 16 for head_dim
 // 32 to 512). Instruction issue is one of the kernel's two busiest units (the L1/shared-memory data pipe the
@@ -187,31 +185,6 @@ __device__ uint16_t load_fp16(const uint8_t* at, bool wide) {
   return static_cast<uint16_t>(at[0] | (at[1] << 8));
 }
 
-// A bucket of the cell table, the floats whose top kBucketBits bits are its key: each lies in cell `cell`
-// or, if it is above `next_boundary`, in cell + 1.
-struct CellBucket {
-  float next_boundary;
-  uint32_t cell;
-};
-
-// The bucket of `key` for ascending boundaries; `exact` is false if the bucket holds two boundaries (then
-// the table cannot stand in for the binary search). The top bucket of +inf also holds signalling NaNs,
-// which a product never is; the other NaN buckets map to cell 0, as the search does.
-__host__ __device__ CellBucket cell_bucket(const TurboQuantCodebook& book, uint32_t key, bool& exact) {
-  const uint32_t first = key << kBucketShift, last = first | ((1u << kBucketShift) - 1u);
-  const bool negative = (key >> (kBucketBits - 1)) != 0;
-  const bool special = ((first >> 23) & 0xffu) == 0xffu;  // infinities and NaNs
-  const float low = bits_float(negative ? last : first), high = bits_float(negative ? first : last);
-  uint32_t cell = 0;
-  if (!special || first == 0x7f800000u) {
-    const float bottom = special ? INFINITY : low;
-    while (cell < 15 && book.boundaries[cell] < bottom) ++cell;
-    if (!special && cell + 1 < 15 && book.boundaries[cell + 1] < high) exact = false;
-  }
-  // A boundary of -0 is +0: the same cut, and the one signed_order puts inside the bucket of +0.
-  return {cell < 15 ? canonical_zero(book.boundaries[cell]) : INFINITY, cell};
-}
-
 // Whether the cell table of `book` reproduces the binary search for every input the kernel can produce:
 // the boundaries ascend and no bucket holds two of them. Decided on the host, once per codebook, so that
 // the kernel's choice is a template argument: branching on a value computed in the kernel put every
@@ -223,40 +196,16 @@ bool cell_table_is_exact(const TurboQuantCodebook& book) {
   if (known && std::memcmp(&last_book, &book, sizeof book) == 0) return last_exact;
   bool exact = true;
   for (int i = 0; i + 1 < 15; ++i) exact = exact && book.boundaries[i] <= book.boundaries[i + 1];
-  for (uint32_t key = 0; key < kBuckets && exact; ++key) cell_bucket(book, key, exact);
+  for (uint32_t key = 0; key < kCellBuckets && exact; ++key) cell_bucket(book, key, exact);
   last_book = book;
   last_exact = exact;
   known = true;
   return exact;
 }
 
-// The bits of a float as an integer that grows with the float among floats of one sign: |int32(bits)|,
-// 2^31 for -0. One instruction (IABS).
-__device__ uint32_t signed_order(uint32_t bits) {
-  const uint32_t negative = static_cast<uint32_t>(static_cast<int32_t>(bits) >> 31);
-  return (bits ^ negative) - negative;
-}
-
-// The 4-byte cell table entry of bucket `key`: every z of the bucket lies in cell
-// (entry + signed_order(bits(z))) >> kBucketShift. The entry holds the bucket's cell, minus the order of its
-// boundary (if it holds one, else of its last float) and 1, plus 2^kBucketShift: the sum carries into the
-// cell exactly when z is above the boundary. Entries of 8 bytes (boundary and cell) made the quantize kernel
-// bound by shared memory: a warp's lookups of Gaussian values took 4.5 wavefronts each, against 2.1 at 4
-// bytes.
-__device__ uint32_t cell_entry(const TurboQuantCodebook& book, uint32_t key) {
-  bool exact = true;
-  const CellBucket bucket = cell_bucket(book, key, exact);
-  const uint32_t first = key << kBucketShift, last = first | ((1u << kBucketShift) - 1u);
-  const bool negative = (key >> (kBucketBits - 1)) != 0;
-  const uint32_t boundary_bits = float_bits(bucket.next_boundary);
-  const bool inside = bucket.cell < 15 && boundary_bits >> kBucketShift == key;
-  const uint32_t top = inside ? signed_order(boundary_bits) : signed_order(negative ? first : last);
-  return (bucket.cell << kBucketShift) + (1u << kBucketShift) - top - 1u;
-}
-
 // Fills the cell table of `book` (all threads of the block).
 __device__ void build_cell_table(const TurboQuantCodebook& book, uint32_t* table) {
-  for (uint32_t key = threadIdx.x; key < kBuckets; key += blockDim.x) table[key] = cell_entry(book, key);
+  for (uint32_t key = threadIdx.x; key < kCellBuckets; key += blockDim.x) table[key] = cell_entry(book, key);
 }
 
 // kUseTable is a template argument so that the choice is made once per kernel, not per element.
@@ -265,8 +214,7 @@ __device__ uint32_t cell_index(float z, const uint32_t* table, const float* boun
   if constexpr (!kUseTable) {
     return codebook_index(boundaries, z);
   } else {
-    const uint32_t bits = float_bits(z);
-    return (table[bits >> kBucketShift] + signed_order(bits)) >> kBucketShift;
+    return cell_table_lookup(table, z);
   }
 }
 
@@ -279,7 +227,8 @@ constexpr int kFlipPad = 4;
 template <int D, int kRunWords = 0>
 __device__ void build_rotation_flips(uint32_t seed, uint32_t* flips) {
   for (int j = threadIdx.x; j < D / 2; j += blockDim.x) {
-    flips[kRunWords > 0 ? j + j / kRunWords * kFlipPad : j] =
+    constexpr int kRun = kRunWords > 0 ? kRunWords : 1;  // no division by zero to warn of unpadded
+    flips[kRunWords > 0 ? j + j / kRun * kFlipPad : j] =
         (rotation_sign(seed, 2 * j) < 0.0f ? 0x8000u : 0u) |
         (rotation_sign(seed, 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
   }
@@ -494,7 +443,7 @@ template <int D, bool kUseTable>
 __global__ void __launch_bounds__(kThreads)
     turboquant_quantize_kernel(TurboQuantParams params, const uint16_t* k, const uint16_t* v, uint8_t* slots,
                                int64_t vectors) {
-  __shared__ uint32_t cells[kUseTable ? kBuckets : 1];
+  __shared__ uint32_t cells[kUseTable ? kCellBuckets : 1];
   __shared__ float boundaries[kUseTable ? 1 : 15];  // for the search
   // Each lane's 16 words padded to 20, so that the 16-byte loads of the lanes of a team go to different
   // banks; unpadded, lanes l and l + 2 read the same ones (H200: 3.36 against 3.29 TiB/s, one device call).
