@@ -17,11 +17,13 @@ inline constexpr int kCellBuckets = 1 << kCellBucketBits;
 inline constexpr int kCellBucketShift =
     32 - kCellBucketBits;  // a float's bits >> kCellBucketShift: its bucket
 
-// A bucket of the cell table, the floats whose top kCellBucketBits bits are its key: each lies in cell `cell`
-// or, if it is above `next_boundary`, in cell + 1.
+// A bucket of the cell table, the floats whose top kCellBucketBits bits are its key, from bits `first` to
+// `last`: each lies in cell `cell` or, if it is above `next_boundary`, in cell + 1.
 struct CellBucket {
   float next_boundary;
   uint32_t cell;
+  uint32_t first, last;
+  bool negative;
 };
 
 // The bucket of `key` for ascending boundaries; `exact` is false if the bucket holds two boundaries (then
@@ -39,7 +41,16 @@ KVTIER_HD CellBucket cell_bucket(const TurboQuantCodebook& book, uint32_t key, b
     if (!special && cell + 1 < 15 && book.boundaries[cell + 1] < high) exact = false;
   }
   // A boundary of -0 is +0: the same cut, and the one signed_order puts inside the bucket of +0.
-  return {cell < 15 ? canonical_zero(book.boundaries[cell]) : INFINITY, cell};
+  return {cell < 15 ? canonical_zero(book.boundaries[cell]) : INFINITY, cell, first, last, negative};
+}
+
+// Whether a cell table of `book` reproduces the binary search for every float a product can be: the
+// boundaries ascend and no bucket holds two of them.
+inline bool cell_table_matches_search(const TurboQuantCodebook& book) {
+  bool exact = true;
+  for (int i = 0; i + 1 < 15; ++i) exact = exact && book.boundaries[i] <= book.boundaries[i + 1];
+  for (uint32_t key = 0; key < kCellBuckets && exact; ++key) cell_bucket(book, key, exact);
+  return exact;
 }
 
 // The bits of a float as an integer that grows with the float among floats of one sign: |int32(bits)|,
@@ -58,11 +69,9 @@ KVTIER_HD uint32_t signed_order(uint32_t bits) {
 KVTIER_HD uint32_t cell_entry(const TurboQuantCodebook& book, uint32_t key) {
   bool exact = true;
   const CellBucket bucket = cell_bucket(book, key, exact);
-  const uint32_t first = key << kCellBucketShift, last = first | ((1u << kCellBucketShift) - 1u);
-  const bool negative = (key >> (kCellBucketBits - 1)) != 0;
   const uint32_t boundary_bits = float_bits(bucket.next_boundary);
   const bool inside = bucket.cell < 15 && boundary_bits >> kCellBucketShift == key;
-  const uint32_t top = inside ? signed_order(boundary_bits) : signed_order(negative ? first : last);
+  const uint32_t top = signed_order(inside ? boundary_bits : bucket.negative ? bucket.first : bucket.last);
   return (bucket.cell << kCellBucketShift) + (1u << kCellBucketShift) - top - 1u;
 }
 

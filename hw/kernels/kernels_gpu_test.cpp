@@ -292,8 +292,9 @@ TEST_F(GpuKernels, TurboQuantWithCloseBoundariesTakesTheSearchAndMatchesReferenc
 }
 
 TEST_F(GpuKernels, TurboQuantWithANegativeZeroBoundaryMatchesReference) {
-  // z = +0 is not above a boundary of -0, but +0 is the sign the kernel's cell test reads from -0 - z
-  // unless the cell table stores that boundary as +0. Vectors of zeros of both signs give z = +-0.
+  // The table kernel with a boundary of -0, end to end: vectors of zeros of both signs give z = +-0 on the
+  // GPU's arithmetic. The subnormals just above +0, where a table keeping -0 would be wrong, no input here
+  // reaches; cell_table_test checks those on the host.
   TurboQuantParams params = turboquant_params(128);
   params.codebook.boundaries[7] = -0.0f;
   const size_t vectors = 999;

@@ -185,22 +185,18 @@ __device__ uint16_t load_fp16(const uint8_t* at, bool wide) {
   return static_cast<uint16_t>(at[0] | (at[1] << 8));
 }
 
-// Whether the cell table of `book` reproduces the binary search for every input the kernel can produce:
-// the boundaries ascend and no bucket holds two of them. Decided on the host, once per codebook, so that
-// the kernel's choice is a template argument: branching on a value computed in the kernel put every
-// shuffle of the quantize loop inside convergence code (WARPSYNC), as the compiler cannot tell that the
-// value is the same in every lane.
+// cell_table_matches_search (cell_table.h) for the last codebook seen, decided on the host so that the
+// kernel's choice is a template argument: branching on a value computed in the kernel put every shuffle of
+// the quantize loop inside convergence code (WARPSYNC), as the compiler cannot tell that the value is the
+// same in every lane.
 bool cell_table_is_exact(const TurboQuantCodebook& book) {
   thread_local TurboQuantCodebook last_book{};
   thread_local bool last_exact = false, known = false;
   if (known && std::memcmp(&last_book, &book, sizeof book) == 0) return last_exact;
-  bool exact = true;
-  for (int i = 0; i + 1 < 15; ++i) exact = exact && book.boundaries[i] <= book.boundaries[i + 1];
-  for (uint32_t key = 0; key < kCellBuckets && exact; ++key) cell_bucket(book, key, exact);
   last_book = book;
-  last_exact = exact;
+  last_exact = cell_table_matches_search(book);
   known = true;
-  return exact;
+  return last_exact;
 }
 
 // Fills the cell table of `book` (all threads of the block).
@@ -227,7 +223,7 @@ constexpr int kFlipPad = 4;
 template <int D, int kRunWords = 0>
 __device__ void build_rotation_flips(uint32_t seed, uint32_t* flips) {
   for (int j = threadIdx.x; j < D / 2; j += blockDim.x) {
-    constexpr int kRun = kRunWords > 0 ? kRunWords : 1;  // no division by zero to warn of unpadded
+    constexpr int kRun = kRunWords > 0 ? kRunWords : 1;  // hipcc warns of j / 0 even where unused
     flips[kRunWords > 0 ? j + j / kRun * kFlipPad : j] =
         (rotation_sign(seed, 2 * j) < 0.0f ? 0x8000u : 0u) |
         (rotation_sign(seed, 2 * j + 1) < 0.0f ? 0x80000000u : 0u);
