@@ -1,0 +1,400 @@
+#include "calibration.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace kvtier {
+namespace {
+
+using nlohmann::json;
+
+const char* const kBytesPerS = "_bytes_per_s";
+
+// ---- hardware: one table drives both directions ----
+
+enum class ValueKind { kFraction, kBandwidth, kDuration };
+
+struct HardwareKey {
+  const char* section;
+  const char* key;
+  std::optional<double> MeasuredHardware::* field;
+  ValueKind kind;
+};
+
+constexpr HardwareKey kHardwareKeys[] = {
+    {"gpu", "prefill_mfu", &MeasuredHardware::prefill_mfu, ValueKind::kFraction},
+    {"gpu", "memory_bandwidth_efficiency", &MeasuredHardware::memory_bandwidth_efficiency, ValueKind::kFraction},
+    {"pcie", "h2d_bandwidth", &MeasuredHardware::pcie_h2d_bandwidth, ValueKind::kBandwidth},
+    {"pcie", "d2h_bandwidth", &MeasuredHardware::pcie_d2h_bandwidth, ValueKind::kBandwidth},
+    {"pcie", "h2d_latency", &MeasuredHardware::pcie_h2d_latency, ValueKind::kDuration},
+    {"pcie", "d2h_latency", &MeasuredHardware::pcie_d2h_latency, ValueKind::kDuration},
+    {"nvme", "read_bandwidth", &MeasuredHardware::nvme_read_bandwidth, ValueKind::kBandwidth},
+    {"nvme", "write_bandwidth", &MeasuredHardware::nvme_write_bandwidth, ValueKind::kBandwidth},
+    {"nvme", "latency", &MeasuredHardware::nvme_latency, ValueKind::kDuration},
+};
+constexpr const char* kSections[] = {"gpu", "pcie", "nvme"};
+// Files written before latencies were fitted per direction hold one pcie.latency for both.
+constexpr const char* kSharedPcieLatency = "latency";
+
+std::string printf_string(const char* format, double value, const char* unit) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, format, value, unit);
+  return buffer;
+}
+
+// "54.93GB/s", "2.71us": compact unit strings that parse_quantity reads back.
+std::string bandwidth_string(double bytes_per_s) {
+  if (bytes_per_s >= 1e12) return printf_string("%.3f%s", bytes_per_s / 1e12, "TB/s");
+  if (bytes_per_s >= 1e9) return printf_string("%.2f%s", bytes_per_s / 1e9, "GB/s");
+  return printf_string("%.1f%s", bytes_per_s / 1e6, "MB/s");
+}
+
+std::string duration_string(double seconds) {
+  if (seconds >= 1e-3) return printf_string("%.3f%s", seconds * 1e3, "ms");
+  return printf_string("%.2f%s", seconds * 1e6, "us");
+}
+
+json value_json(double value, ValueKind kind) {
+  if (kind == ValueKind::kBandwidth) return bandwidth_string(value);
+  if (kind == ValueKind::kDuration) return duration_string(value);
+  return value;
+}
+
+// ---- reading, with the key path kept for the error ----
+
+[[noreturn]] void fail(const std::vector<std::string>& keys, const std::string& detail) {
+  throw CalibrationKeyError(keys, detail);
+}
+
+std::vector<std::string> child_keys(std::vector<std::string> keys, const std::string& key) {
+  keys.push_back(key);
+  return keys;
+}
+
+void expect_object(const json& value, const std::vector<std::string>& keys) {
+  if (!value.is_object()) fail(keys, "expected an object, got " + std::string(value.type_name()));
+}
+
+void allow_keys(const json& object, const std::vector<std::string>& keys, const std::vector<std::string>& known) {
+  for (const auto& [key, value] : object.items()) {
+    if (std::find(known.begin(), known.end(), key) != known.end()) continue;
+    std::string hint = closest_match(key, known);
+    fail(child_keys(keys, key), "unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  }
+}
+
+std::string optional_string(const json& object, const std::string& key) {
+  if (!object.contains(key)) return "";
+  const json& value = object.at(key);
+  if (!value.is_string()) fail({key}, "expected a string, got " + std::string(value.type_name()));
+  return value.get<std::string>();
+}
+
+double read_value(const json& value, const std::vector<std::string>& keys, ValueKind kind) {
+  if (kind == ValueKind::kFraction) {
+    if (!value.is_number()) fail(keys, "expected a number, got " + std::string(value.type_name()));
+    double fraction = value.get<double>();
+    if (!(fraction > 0 && fraction <= 1)) fail(keys, "expected a fraction in (0, 1]");
+    return fraction;
+  }
+  UnitKind unit = kind == ValueKind::kBandwidth ? UnitKind::kBandwidth : UnitKind::kDuration;
+  if (!value.is_string()) {
+    fail(keys, "expected " + std::string(unit_example(unit)) + ", got " + std::string(value.type_name()));
+  }
+  double quantity = 0;
+  try {
+    quantity = parse_quantity(value.get<std::string>(), unit);
+  } catch (const UnitError& e) {
+    fail(keys, e.what());
+  }
+  if (kind == ValueKind::kBandwidth && !(quantity > 0)) fail(keys, "expected a positive bandwidth");
+  if (kind == ValueKind::kDuration && !(quantity >= 0)) fail(keys, "expected a duration of 0 or more");
+  return quantity;
+}
+
+MeasuredHardware read_hardware(const json& hardware) {
+  const std::vector<std::string> root = {"hardware"};
+  expect_object(hardware, root);
+  allow_keys(hardware, root, {std::begin(kSections), std::end(kSections)});
+  MeasuredHardware measured;
+  for (const char* section : kSections) {
+    if (!hardware.contains(section)) continue;
+    const json& values = hardware.at(section);
+    const std::vector<std::string> keys = child_keys(root, section);
+    expect_object(values, keys);
+    std::vector<std::string> known;
+    for (const HardwareKey& k : kHardwareKeys) {
+      if (k.section != std::string_view(section)) continue;
+      known.push_back(k.key);
+      if (values.contains(k.key)) measured.*k.field = read_value(values.at(k.key), child_keys(keys, k.key), k.kind);
+    }
+    if (section == std::string_view("pcie")) known.push_back(kSharedPcieLatency);
+    allow_keys(values, keys, known);
+  }
+  if (hardware.contains("pcie") && hardware.at("pcie").contains(kSharedPcieLatency)) {
+    double latency = read_value(hardware.at("pcie").at(kSharedPcieLatency),
+                                {"hardware", "pcie", kSharedPcieLatency}, ValueKind::kDuration);
+    if (!measured.pcie_h2d_latency) measured.pcie_h2d_latency = latency;
+    if (!measured.pcie_d2h_latency) measured.pcie_d2h_latency = latency;
+  }
+  return measured;
+}
+
+// ---- kernels: "<gather|scatter>_bytes_per_s", "<quantize|dequantize>_<encoding>_bytes_per_s" ----
+
+std::string conversion_prefix(Conversion conversion) {
+  return conversion == Conversion::kQuantize ? "quantize_" : "dequantize_";
+}
+
+Encoding int4_group(int group_size) {
+  Encoding e;
+  e.kind = EncodingKind::kInt4Group;
+  e.group_size = group_size;
+  return e;
+}
+
+Encoding of_kind(EncodingKind kind) {
+  Encoding e;
+  e.kind = kind;
+  return e;
+}
+
+// The inverse of kernel_encoding_name.
+std::optional<Encoding> kernel_encoding(const std::string& name) {
+  std::optional<Encoding> encoding;
+  if (name == "fp8") encoding = of_kind(EncodingKind::kFp8);
+  if (name == "turboquant4") encoding = of_kind(EncodingKind::kTurboQuant4);
+  const std::string int4 = "int4_g";
+  const std::string digits = name.starts_with(int4) ? name.substr(int4.size()) : "";
+  if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    encoding = int4_group(std::stoi(digits));
+  }
+  if (encoding && kernel_encoding_name(*encoding) != name) return std::nullopt;  // "int4_g032", "int4_g0"
+  return encoding;
+}
+
+std::vector<std::string> example_kernel_keys() {
+  std::vector<std::string> keys = {std::string("gather") + kBytesPerS, std::string("scatter") + kBytesPerS};
+  for (const char* encoding : {"turboquant4", "int4_g32", "int4_g128", "fp8"}) {
+    for (Conversion c : {Conversion::kQuantize, Conversion::kDequantize})
+      keys.push_back(conversion_prefix(c) + encoding + kBytesPerS);
+  }
+  return keys;
+}
+
+void read_kernel(const std::string& key, double rate, KernelRates& kernels) {
+  const std::string stem = key.ends_with(kBytesPerS) ? key.substr(0, key.size() - std::string(kBytesPerS).size()) : "";
+  if (stem == "gather" || stem == "scatter") {
+    (stem == "gather" ? kernels.gather_bytes_per_s : kernels.scatter_bytes_per_s) = rate;
+    return;
+  }
+  for (Conversion conversion : {Conversion::kQuantize, Conversion::kDequantize}) {
+    const std::string prefix = conversion_prefix(conversion);
+    if (!stem.starts_with(prefix)) continue;
+    if (auto encoding = kernel_encoding(stem.substr(prefix.size()))) {
+      kernels.conversions.push_back({*encoding, conversion, rate});
+      return;
+    }
+  }
+  std::string hint = closest_match(key, example_kernel_keys());
+  fail({"kernels", key}, "unknown kernel '" + key + "': expected gather, scatter or (de)quantize_<encoding>, each "
+                         "followed by _bytes_per_s" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+}
+
+KernelRates read_kernels(const json& kernels) {
+  expect_object(kernels, {"kernels"});
+  KernelRates rates;
+  for (const auto& [key, value] : kernels.items()) {
+    if (!value.is_number() || !(value.get<double>() > 0))
+      fail({"kernels", key}, "expected a positive rate in bytes per second");
+    read_kernel(key, value.get<double>(), rates);
+  }
+  return rates;
+}
+
+json kernels_json(const KernelRates& kernels) {
+  json out = json::object();
+  if (kernels.gather_bytes_per_s) out[std::string("gather") + kBytesPerS] = *kernels.gather_bytes_per_s;
+  if (kernels.scatter_bytes_per_s) out[std::string("scatter") + kBytesPerS] = *kernels.scatter_bytes_per_s;
+  for (const ConversionRate& rate : kernels.conversions) {
+    std::optional<std::string> name = kernel_encoding_name(rate.encoding);
+    if (!name) throw std::invalid_argument("no kernel name for KV encoding " + rate.encoding.name());
+    out[conversion_prefix(rate.conversion) + *name + kBytesPerS] = rate.bytes_per_s;
+  }
+  return out;
+}
+
+// ---- locating errors in the file's text ----
+
+// nlohmann counts `byte` from 1: the last character it read.
+std::string line_and_column(const std::string& text, size_t byte) {
+  const std::string read = text.substr(0, byte == 0 ? 0 : byte - 1);
+  const size_t line_start = read.rfind('\n');
+  const size_t line = 1 + static_cast<size_t>(std::count(read.begin(), read.end(), '\n'));
+  const size_t column = read.size() - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// JSON is YAML, so the config reader finds the line and column of the key path.
+[[noreturn]] void fail_located(const std::string& text, const std::string& name, const CalibrationKeyError& error) {
+  std::optional<ConfigNode> node;
+  try {
+    node = ConfigNode::load_string(text, name);
+  } catch (const ConfigError&) {
+    throw ConfigError(name + ": " + error.what());
+  }
+  for (const std::string& key : error.keys()) {
+    if (!node->is_map() || !node->has(key)) break;
+    node = node->child(key);
+  }
+  node->fail(error.detail());
+}
+
+std::string joined(const std::vector<std::string>& keys) {
+  std::string path;
+  for (const std::string& key : keys) path += (path.empty() ? "" : ".") + key;
+  return path;
+}
+
+}  // namespace
+
+CalibrationKeyError::CalibrationKeyError(std::vector<std::string> keys, const std::string& detail)
+    : ConfigError(keys.empty() ? detail : joined(keys) + ": " + detail), keys_(std::move(keys)), detail_(detail) {}
+
+void to_json(json& out, const Calibration& calibration) {
+  json hardware = json::object();
+  for (const HardwareKey& k : kHardwareKeys) {
+    if (const auto& value = calibration.hardware.*k.field) hardware[k.section][k.key] = value_json(*value, k.kind);
+  }
+  out = {{"tool", calibration.tool},
+         {"command", calibration.command},
+         {"device", calibration.device},
+         {"reference_hardware", calibration.reference_hardware},
+         {"hardware", hardware},
+         {"kernels", kernels_json(calibration.kernels)},
+         {"measurements", calibration.measurements}};
+}
+
+void from_json(const json& in, Calibration& calibration) {
+  expect_object(in, {});
+  allow_keys(in, {}, {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "measurements"});
+  calibration.tool = optional_string(in, "tool");
+  calibration.command = optional_string(in, "command");
+  calibration.device = optional_string(in, "device");
+  calibration.reference_hardware = optional_string(in, "reference_hardware");
+  if (!in.contains("hardware")) fail({}, "missing required key 'hardware'");
+  calibration.hardware = read_hardware(in.at("hardware"));
+  calibration.kernels = in.contains("kernels") ? read_kernels(in.at("kernels")) : KernelRates{};
+  calibration.measurements = json::object();
+  if (in.contains("measurements")) {
+    expect_object(in.at("measurements"), {"measurements"});
+    calibration.measurements = in.at("measurements");
+  }
+}
+
+Calibration parse_calibration(const std::string& text, const std::string& name) {
+  json parsed;
+  try {
+    parsed = json::parse(text);
+  } catch (const json::parse_error& e) {
+    std::string what = e.what();
+    size_t detail = what.find(": ");
+    throw ConfigError(name + ":" + line_and_column(text, e.byte) + ": invalid JSON: " +
+                      (detail == std::string::npos ? what : what.substr(detail + 2)));
+  }
+  try {
+    return parsed.get<Calibration>();
+  } catch (const CalibrationKeyError& e) {
+    fail_located(text, name, e);
+  }
+}
+
+Calibration load_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_calibration(text.str(), path);
+}
+
+std::optional<std::string> kernel_encoding_name(const Encoding& encoding) {
+  const Encoding defaults;
+  switch (encoding.kind) {
+    case EncodingKind::kBf16:
+      return std::nullopt;
+    case EncodingKind::kFp8:
+      return "fp8";
+    case EncodingKind::kInt4Group:
+      if (encoding.scale_bytes != defaults.scale_bytes || !encoding.zero_point || encoding.group_size <= 0)
+        return std::nullopt;
+      return "int4_g" + std::to_string(encoding.group_size);
+    case EncodingKind::kTurboQuant4:
+      if (encoding.slot_align != defaults.slot_align) return std::nullopt;
+      return "turboquant4";
+  }
+  return std::nullopt;
+}
+
+bool same_format(const Encoding& a, const Encoding& b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == EncodingKind::kInt4Group) {
+    return a.group_size == b.group_size && a.scale_bytes == b.scale_bytes && a.zero_point == b.zero_point;
+  }
+  if (a.kind == EncodingKind::kTurboQuant4) return a.slot_align == b.slot_align;
+  return true;
+}
+
+void overlay_calibration(const Calibration& calibration, HardwareConfig& hardware) {
+  const MeasuredHardware& m = calibration.hardware;
+  auto set = [](std::optional<double> value, double& target) {
+    if (value) target = *value;
+  };
+  set(m.prefill_mfu, hardware.gpu.prefill_mfu);
+  set(m.memory_bandwidth_efficiency, hardware.gpu.memory_bandwidth_efficiency);
+  set(m.pcie_h2d_bandwidth, hardware.pcie_h2d.bandwidth);
+  set(m.pcie_d2h_bandwidth, hardware.pcie_d2h.bandwidth);
+  set(m.pcie_h2d_latency, hardware.pcie_h2d.latency);
+  set(m.pcie_d2h_latency, hardware.pcie_d2h.latency);
+  set(m.nvme_read_bandwidth, hardware.nvme.read_bandwidth);
+  set(m.nvme_write_bandwidth, hardware.nvme.write_bandwidth);
+  set(m.nvme_latency, hardware.nvme.latency);
+}
+
+std::optional<double> conversion_rate(const Calibration& calibration, Conversion conversion,
+                                      const Encoding& encoding) {
+  for (const ConversionRate& rate : calibration.kernels.conversions) {
+    if (rate.conversion == conversion && same_format(rate.encoding, encoding)) return rate.bytes_per_s;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> layout_conversion_bytes_per_s(const Calibration& calibration, const ModelCard& model,
+                                                    const KvLayout& from, const KvLayout& to) {
+  auto encoding_of_layer = [](const KvLayout& layout, int layer) -> const Encoding& {
+    for (const LayerGroup& g : layout.groups) {
+      if (layer >= g.first_layer && layer < g.first_layer + g.layer_count) return g.encoding;
+    }
+    throw std::invalid_argument(layout.name + " has no layer " + std::to_string(layer));
+  };
+  const double bf16_bytes = static_cast<double>(bytes_per_token_per_layer(model, Encoding{}));
+  double seconds_per_token = 0;
+  for (int layer = 0; layer < model.layers; ++layer) {
+    const Encoding& source = encoding_of_layer(from, layer);
+    const Encoding& target = encoding_of_layer(to, layer);
+    if (same_format(source, target)) continue;
+    for (auto [encoding, conversion] : {std::pair{source, Conversion::kDequantize}, {target, Conversion::kQuantize}}) {
+      if (encoding.kind == EncodingKind::kBf16) continue;
+      std::optional<double> rate = conversion_rate(calibration, conversion, encoding);
+      if (!rate) return std::nullopt;
+      seconds_per_token += bf16_bytes / *rate;
+    }
+  }
+  if (seconds_per_token == 0) return std::numeric_limits<double>::infinity();
+  return static_cast<double>(from.bytes_per_token() + to.bytes_per_token()) / seconds_per_token;
+}
+
+}  // namespace kvtier

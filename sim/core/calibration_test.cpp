@@ -1,0 +1,305 @@
+#include "calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <functional>
+
+#include "embedded_files.h"
+
+namespace kvtier {
+namespace {
+
+const char* kCommittedH200 = "results/hw/calibration-h200.json";
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+Encoding int4_g(int group_size) {
+  Encoding e;
+  e.kind = EncodingKind::kInt4Group;
+  e.group_size = group_size;
+  return e;
+}
+
+Encoding turboquant4() {
+  Encoding e;
+  e.kind = EncodingKind::kTurboQuant4;
+  return e;
+}
+
+Calibration with_conversions(std::vector<ConversionRate> conversions) {
+  Calibration c;
+  c.kernels.conversions = std::move(conversions);
+  return c;
+}
+
+TEST(Calibration, CommittedH200FileLoadsWithTheValuesItHolds) {
+  if (!std::filesystem::exists(kCommittedH200)) GTEST_SKIP() << "run from the source root";
+  const Calibration c = load_calibration(kCommittedH200);
+  EXPECT_EQ(c.tool, "kvtier-hw calibrate");
+  EXPECT_EQ(c.device, "NVIDIA H200 (sm_90, 139.8 GiB)");
+  EXPECT_EQ(c.command, "kvtier-hw calibrate --dir /work/main --out /root/out/calibration-h200.json");
+  EXPECT_EQ(c.reference_hardware, "H200 (kvtier calibration machine)");
+  const MeasuredHardware& h = c.hardware;
+  EXPECT_EQ(h.prefill_mfu, 0.7404106586235029);
+  EXPECT_EQ(h.memory_bandwidth_efficiency, 0.8894481272471217);
+  EXPECT_DOUBLE_EQ(*h.pcie_h2d_bandwidth, 55.30e9);
+  EXPECT_DOUBLE_EQ(*h.pcie_d2h_bandwidth, 55.31e9);
+  // The file predates per-direction latencies: its one "latency" stands for both.
+  EXPECT_DOUBLE_EQ(*h.pcie_h2d_latency, 2.24e-6);
+  EXPECT_DOUBLE_EQ(*h.pcie_d2h_latency, 2.24e-6);
+  EXPECT_DOUBLE_EQ(*h.nvme_read_bandwidth, 1.65e9);
+  EXPECT_DOUBLE_EQ(*h.nvme_write_bandwidth, 2.18e9);
+  EXPECT_DOUBLE_EQ(*h.nvme_latency, 31.50e-6);
+  EXPECT_EQ(c.kernels.gather_bytes_per_s, 1971470723528.4128);
+  EXPECT_EQ(c.kernels.scatter_bytes_per_s, 1927640137587.914);
+  EXPECT_EQ(conversion_rate(c, Conversion::kQuantize, turboquant4()), 2726007984675.432);
+  EXPECT_EQ(conversion_rate(c, Conversion::kDequantize, turboquant4()), 2396745068877.553);
+  EXPECT_EQ(conversion_rate(c, Conversion::kQuantize, int4_g(32)), 2869862562923.337);
+  EXPECT_EQ(conversion_rate(c, Conversion::kDequantize, int4_g(32)), 2601522105081.0273);
+  EXPECT_EQ(conversion_rate(c, Conversion::kDequantize, int4_g(128)), std::nullopt) << "not measured";
+  EXPECT_EQ(c.measurements["copy"].size(), 18u);
+  EXPECT_EQ(c.measurements["disk"].size(), 16u);
+  EXPECT_EQ(c.measurements["gemm"].size(), 8u);
+  EXPECT_EQ(c.measurements["copy"][0]["seconds"].get<double>(), 2.6252799034118652e-06);
+}
+
+// The overlay before the typed one: the file's `hardware` keys set on the hardware YAML, then parsed.
+HardwareConfig yaml_overlay(const std::string& hardware_name, const std::string& calibration_path) {
+  ConfigNode hardware = load_config(hardware_name, "configs/hardware");
+  ConfigNode overlay = ConfigNode::load_file(calibration_path).child("hardware");
+  for (const std::string& section : overlay.keys()) {
+    for (const std::string& key : overlay.child(section).keys())
+      hardware.set(section + "." + key, overlay.child(section).child(key).as_string());
+  }
+  return parse_hardware(hardware);
+}
+
+TEST(Calibration, OverlayGivesTheHardwareTheKeyByKeyOverlayGave) {
+  if (!std::filesystem::exists(kCommittedH200)) GTEST_SKIP() << "run from the source root";
+  const HardwareConfig expected = yaml_overlay("h200", kCommittedH200);
+  HardwareConfig typed = parse_hardware(load_config("h200", "configs/hardware"));
+  overlay_calibration(load_calibration(kCommittedH200), typed);
+  EXPECT_EQ(typed.gpu.prefill_mfu, expected.gpu.prefill_mfu);
+  EXPECT_EQ(typed.gpu.memory_bandwidth_efficiency, expected.gpu.memory_bandwidth_efficiency);
+  for (auto link : {&HardwareConfig::pcie_h2d, &HardwareConfig::pcie_d2h}) {
+    EXPECT_EQ((typed.*link).bandwidth, (expected.*link).bandwidth);
+    EXPECT_EQ((typed.*link).latency, (expected.*link).latency);
+  }
+  EXPECT_EQ(typed.nvme.read_bandwidth, expected.nvme.read_bandwidth);
+  EXPECT_EQ(typed.nvme.write_bandwidth, expected.nvme.write_bandwidth);
+  EXPECT_EQ(typed.nvme.latency, expected.nvme.latency);
+  EXPECT_EQ(typed.nvme.capacity, expected.nvme.capacity) << "unmeasured keys keep the file's value";
+  EXPECT_EQ(typed.gpu.hbm_bandwidth, 4.8e12);
+}
+
+TEST(Calibration, OverlaySetsOnlyWhatWasMeasured) {
+  HardwareConfig hardware;
+  hardware.pcie_h2d = {10e9, 5e-6};
+  hardware.pcie_d2h = {11e9, 6e-6};
+  hardware.gpu.prefill_mfu = 0.5;
+  Calibration c;
+  c.hardware.pcie_d2h_latency = 1.5e-6;
+  c.hardware.prefill_mfu = 0.7;
+  overlay_calibration(c, hardware);
+  EXPECT_EQ(hardware.pcie_h2d.bandwidth, 10e9);
+  EXPECT_EQ(hardware.pcie_h2d.latency, 5e-6);
+  EXPECT_EQ(hardware.pcie_d2h.bandwidth, 11e9);
+  EXPECT_EQ(hardware.pcie_d2h.latency, 1.5e-6);
+  EXPECT_EQ(hardware.gpu.prefill_mfu, 0.7);
+}
+
+Calibration full_calibration() {
+  Calibration c;
+  c.tool = "kvtier-hw calibrate";
+  c.command = "kvtier-hw calibrate --out x.json";
+  c.device = "test GPU";
+  c.reference_hardware = "H200 (kvtier calibration machine)";
+  c.hardware = {.prefill_mfu = 0.74,
+                .memory_bandwidth_efficiency = 0.889,
+                .pcie_h2d_bandwidth = 55.3e9,
+                .pcie_d2h_bandwidth = 55.31e9,
+                .pcie_h2d_latency = 2.59e-6,
+                .pcie_d2h_latency = 1.89e-6,
+                .nvme_read_bandwidth = 1.65e9,
+                .nvme_write_bandwidth = 2.18e9,
+                .nvme_latency = 31.5e-6};
+  Encoding fp8;
+  fp8.kind = EncodingKind::kFp8;
+  c.kernels = {.gather_bytes_per_s = 1.97e12,
+               .scatter_bytes_per_s = 1.93e12,
+               .conversions = {{turboquant4(), Conversion::kQuantize, 2.73e12},
+                               {turboquant4(), Conversion::kDequantize, 2.40e12},
+                               {int4_g(32), Conversion::kQuantize, 2.87e12},
+                               {int4_g(128), Conversion::kDequantize, 2.61e12},
+                               {fp8, Conversion::kQuantize, 3.1e12}}};
+  c.measurements = {{"copy", {{{"direction", "h2d"}, {"bytes", 4096}, {"seconds", 2.6e-6}}}}};
+  return c;
+}
+
+TEST(Calibration, RoundTripsThroughJsonWithHardwareValuesToTheirPrintedDigits) {
+  const Calibration original = full_calibration();
+  const nlohmann::json json = original;
+  const Calibration back = parse_calibration(json.dump(2), "round-trip.json");
+  EXPECT_EQ(back.tool, original.tool);
+  EXPECT_EQ(back.command, original.command);
+  EXPECT_EQ(back.device, original.device);
+  EXPECT_EQ(back.reference_hardware, original.reference_hardware);
+  EXPECT_EQ(back.kernels.gather_bytes_per_s, original.kernels.gather_bytes_per_s);
+  EXPECT_EQ(back.kernels.scatter_bytes_per_s, original.kernels.scatter_bytes_per_s);
+  ASSERT_EQ(back.kernels.conversions.size(), original.kernels.conversions.size());
+  for (const ConversionRate& rate : original.kernels.conversions) {
+    EXPECT_EQ(conversion_rate(back, rate.conversion, rate.encoding), rate.bytes_per_s)
+        << rate.encoding.name() << ": kernel rates keep every digit";
+  }
+  EXPECT_EQ(back.measurements, original.measurements);
+  EXPECT_EQ(back.hardware.prefill_mfu, 0.74);
+  EXPECT_DOUBLE_EQ(*back.hardware.pcie_h2d_bandwidth, 55.30e9);
+  EXPECT_DOUBLE_EQ(*back.hardware.pcie_d2h_bandwidth, 55.31e9);
+  EXPECT_DOUBLE_EQ(*back.hardware.pcie_h2d_latency, 2.59e-6);
+  EXPECT_DOUBLE_EQ(*back.hardware.pcie_d2h_latency, 1.89e-6);
+  EXPECT_DOUBLE_EQ(*back.hardware.nvme_latency, 31.5e-6);
+  EXPECT_EQ(nlohmann::json(back), json) << "a second trip changes nothing";
+}
+
+TEST(Calibration, WritesTheKeysOfTheHardwareFileAndOfTheKernels) {
+  const nlohmann::json json = full_calibration();
+  EXPECT_EQ(json["hardware"]["pcie"],
+            nlohmann::json({{"h2d_bandwidth", "55.30GB/s"},
+                            {"d2h_bandwidth", "55.31GB/s"},
+                            {"h2d_latency", "2.59us"},
+                            {"d2h_latency", "1.89us"}}));
+  EXPECT_EQ(json["hardware"]["nvme"]["latency"], "31.50us");
+  EXPECT_EQ(json["hardware"]["gpu"]["prefill_mfu"], 0.74);
+  EXPECT_EQ(json["kernels"],
+            nlohmann::json({{"gather_bytes_per_s", 1.97e12},
+                            {"scatter_bytes_per_s", 1.93e12},
+                            {"quantize_turboquant4_bytes_per_s", 2.73e12},
+                            {"dequantize_turboquant4_bytes_per_s", 2.40e12},
+                            {"quantize_int4_g32_bytes_per_s", 2.87e12},
+                            {"dequantize_int4_g128_bytes_per_s", 2.61e12},
+                            {"quantize_fp8_bytes_per_s", 3.1e12}}));
+}
+
+TEST(Calibration, LeavesUnmeasuredSectionsOut) {
+  Calibration c;
+  c.hardware.nvme_read_bandwidth = 0.5e9;
+  const nlohmann::json json = c;
+  EXPECT_EQ(json["hardware"], nlohmann::json({{"nvme", {{"read_bandwidth", "500.0MB/s"}}}}));
+  EXPECT_EQ(json["kernels"], nlohmann::json::object());
+}
+
+TEST(Calibration, AnEncodingNoKernelImplementsCannotBeWritten) {
+  Encoding fp32_scales = int4_g(32);
+  fp32_scales.scale_bytes = 4;
+  const Calibration c = with_conversions({{fp32_scales, Conversion::kQuantize, 1e12}});
+  EXPECT_THROW({ const nlohmann::json json = c; }, std::invalid_argument);
+}
+
+// ---- errors ----
+
+TEST(Calibration, MissingHardwareIsLocated) {
+  EXPECT_EQ(error_of([] { parse_calibration("{\"kernels\": {}}", "c.json"); }),
+            "c.json:1:1: missing required key 'hardware'");
+}
+
+TEST(Calibration, IllTypedValuesNameFileLineColumnAndKeyPath) {
+  const std::string bandwidth_as_number = "{\n  \"hardware\": {\n    \"pcie\": {\"h2d_bandwidth\": 55e9}\n  }\n}\n";
+  EXPECT_EQ(error_of([&] { parse_calibration(bandwidth_as_number, "c.json"); }),
+            "c.json:3:31: hardware.pcie.h2d_bandwidth: expected a bandwidth such as 55GB/s or 4.8TB/s, got number");
+  const std::string fraction_too_big = "{\"hardware\": {\"gpu\": {\"prefill_mfu\": 1.2}}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(fraction_too_big, "c.json"); }),
+            "c.json:1:38: hardware.gpu.prefill_mfu: expected a fraction in (0, 1]");
+  const std::string rate_as_string = "{\"hardware\": {},\n \"kernels\": {\"gather_bytes_per_s\": \"fast\"}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(rate_as_string, "c.json"); }),
+            "c.json:2:36: kernels.gather_bytes_per_s: expected a positive rate in bytes per second");
+  EXPECT_EQ(error_of([&] { parse_calibration("{\"hardware\": [], \"device\": 3}", "c.json"); }),
+            "c.json:1:28: device: expected a string, got number");
+}
+
+TEST(Calibration, UnknownKeysSuggestTheClosestKnownOne) {
+  EXPECT_EQ(error_of([] { parse_calibration("{\"hardware\": {\"pcie\": {\"h2d_bandwith\": \"5GB/s\"}}}", "c.json"); }),
+            "c.json:1:40: hardware.pcie.h2d_bandwith: unknown key 'h2d_bandwith' (did you mean 'h2d_bandwidth'?)");
+  std::string message = error_of([] {
+    parse_calibration("{\"hardware\": {}, \"kernels\": {\"quantize_int4_g032_bytes_per_s\": 1e12}}", "c.json");
+  });
+  EXPECT_EQ(message.rfind("c.json:1:64: kernels.quantize_int4_g032_bytes_per_s: unknown kernel", 0), 0u) << message;
+  EXPECT_NE(message.find("did you mean 'quantize_int4_g32_bytes_per_s'"), std::string::npos) << message;
+}
+
+TEST(Calibration, InvalidJsonIsLocated) {
+  std::string message = error_of([] { parse_calibration("{\n  \"hardware\": {,\n}", "c.json"); });
+  EXPECT_EQ(message.rfind("c.json:2:16: invalid JSON: ", 0), 0u) << message;
+}
+
+TEST(Calibration, MissingFileIsNamed) {
+  EXPECT_EQ(error_of([] { load_calibration("no/such/calibration.json"); }),
+            "no/such/calibration.json: cannot open file");
+}
+
+// ---- rates by encoding ----
+
+TEST(Calibration, AnInt4RateIsNeverTakenForTurboQuantNorTheOtherWayRound) {
+  const Calibration turboquant_only = with_conversions({{turboquant4(), Conversion::kDequantize, 2.4e12}});
+  EXPECT_EQ(conversion_rate(turboquant_only, Conversion::kDequantize, int4_g(32)), std::nullopt);
+  const Calibration int4_only = with_conversions({{int4_g(32), Conversion::kDequantize, 2.6e12}});
+  EXPECT_EQ(conversion_rate(int4_only, Conversion::kDequantize, turboquant4()), std::nullopt);
+  EXPECT_EQ(conversion_rate(int4_only, Conversion::kDequantize, int4_g(128)), std::nullopt) << "other group";
+  EXPECT_EQ(conversion_rate(int4_only, Conversion::kQuantize, int4_g(32)), std::nullopt) << "other direction";
+  EXPECT_EQ(conversion_rate(int4_only, Conversion::kDequantize, int4_g(32)), 2.6e12);
+}
+
+TEST(Calibration, EncodingsMatchByTheFieldsTheirFormatUses) {
+  Encoding turboquant_with_stray_group = turboquant4();
+  turboquant_with_stray_group.group_size = 64;  // unused by TurboQuant
+  const Calibration c = with_conversions({{turboquant4(), Conversion::kQuantize, 2.7e12}});
+  EXPECT_EQ(conversion_rate(c, Conversion::kQuantize, turboquant_with_stray_group), 2.7e12);
+  Encoding wider_slots = turboquant4();
+  wider_slots.slot_align = 16;
+  EXPECT_EQ(conversion_rate(c, Conversion::kQuantize, wider_slots), std::nullopt);
+  Encoding fp32_scales = int4_g(32);
+  fp32_scales.scale_bytes = 4;
+  EXPECT_FALSE(same_format(fp32_scales, int4_g(32)));
+  EXPECT_EQ(kernel_encoding_name(fp32_scales), std::nullopt);
+  EXPECT_EQ(kernel_encoding_name(int4_g(128)), "int4_g128");
+  EXPECT_EQ(kernel_encoding_name(Encoding{}), std::nullopt) << "bf16 needs no kernel";
+}
+
+// Llama-3.1-8B: 32 layers, 8 KV heads of 128. Per token and layer bf16 is 2 x 8 x 128 x 2 = 4,096 B and a
+// TurboQuant layer 8 x 136 = 1,088 B; the turboquant4 preset keeps layers 0-1 and 30-31 in bf16.
+TEST(Calibration, LayoutConversionChargesTheMeasuredKernelOnTheLayersThatDiffer) {
+  const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  const KvLayout bf16 = resolve_kv_layout(model, "bf16");
+  const KvLayout turboquant = resolve_kv_layout(model, "turboquant4");
+  const Calibration c = with_conversions({{turboquant4(), Conversion::kDequantize, 2.4e12},
+                                          {turboquant4(), Conversion::kQuantize, 2.7e12}});
+  // Bytes read plus written per token: 4 x 4,096 + 28 x 1,088 + 32 x 4,096 = 177,920; kernel time per
+  // token: 28 layers x 4,096 bf16 bytes / rate.
+  const double both_layouts = 177920;
+  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, turboquant, bf16), both_layouts / (28 * 4096 / 2.4e12));
+  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, bf16, turboquant), both_layouts / (28 * 4096 / 2.7e12));
+  EXPECT_EQ(layout_conversion_bytes_per_s(c, model, bf16, bf16), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(layout_conversion_bytes_per_s(c, model, bf16, resolve_kv_layout(model, "int4")), std::nullopt)
+      << "int4 was not measured: no rate, the TurboQuant one is not borrowed";
+}
+
+TEST(Calibration, ConvertingBetweenTwoQuantizedLayoutsDequantizesThenQuantizes) {
+  const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  const KvLayout int4 = resolve_kv_layout(model, "int4");  // 2 x 8 x (64 + 4 x 4) = 1,280 B per layer
+  const KvLayout turboquant_all = resolve_kv_layout(model, "turboquant4-all");
+  const Calibration c = with_conversions({{int4_g(32), Conversion::kDequantize, 2.0e12},
+                                          {turboquant4(), Conversion::kQuantize, 4.0e12}});
+  const double seconds_per_token = 32 * 4096 / 2.0e12 + 32 * 4096 / 4.0e12;
+  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, int4, turboquant_all),
+                   32 * (1280 + 1088) / seconds_per_token);
+}
+
+}  // namespace
+}  // namespace kvtier
