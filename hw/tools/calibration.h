@@ -1,22 +1,17 @@
-// The calibration JSON that `kvtier-hw calibrate` writes and the simulator overlays on a hardware file.
+// From one `kvtier-hw calibrate` run's samples to the Calibration the simulator reads (sim/core/calibration.h,
+// whose to_json writes the file; docs/hardware-mode.md has every key).
 //
-// Layout (docs/hardware-mode.md has every key):
-//   {"tool", "command", "device",
-//    "hardware": {"gpu": {prefill_mfu, memory_bandwidth_efficiency},
-//                 "pcie": {h2d_bandwidth, d2h_bandwidth, latency},
-//                 "nvme": {read_bandwidth, write_bandwidth, latency}},   <- hardware-file schema, unit
-//                 strings
-//    "kernels": {"<kernel>_bytes_per_s": number, ...},
-//    "measurements": {"copy": [...], "disk": [...], "gemm": [...]}}
-// The `hardware` object holds only what was measured, in the units and key names of
-// configs/hardware/*.yaml, so overlaying it is a plain merge. Raw samples stay under `measurements` for
-// anyone who wants to refit them.
+// The `hardware` values are what the hardware file calls them: a link's bandwidth is the rate of its largest
+// copy, its latency comes from a latency + bytes / bandwidth fit per direction; the efficiencies divide by
+// the reference hardware file's peaks. Values whose measurements were skipped stay unset rather than guessed.
+// Raw samples go under `measurements` for anyone who wants to refit them.
 #pragma once
 
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+// By path: "calibration.h" from this folder names this file.
+#include "../../sim/core/calibration.h"
 #include "copy_probe.h"
 #include "disk_probe.h"
 #include "gemm_probe.h"
@@ -25,7 +20,7 @@
 namespace kvtier::hw {
 
 struct KernelRate {
-  std::string name;  // "gather", "scatter", "quantize_turboquant4", ...
+  std::string name;  // as add_kernel_rate reads it: "gather", "scatter", "quantize_turboquant4", ...
   double bytes_per_s = 0;
 };
 
@@ -39,11 +34,6 @@ struct CalibrationRun {
   std::vector<KernelRate> kernels = {};
 };
 
-// Builds the JSON; sections without samples are left out of `hardware` rather than guessed.
-nlohmann::json calibration_json(const CalibrationRun& run);
-
-// "54.93GB/s", "2.71us": compact unit strings that kvtier's unit parser reads back.
-std::string bandwidth_string(double bytes_per_s);
-std::string duration_string(double seconds);
+Calibration summarize_calibration(const CalibrationRun& run);
 
 }  // namespace kvtier::hw

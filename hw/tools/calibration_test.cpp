@@ -4,7 +4,6 @@
 
 #include "embedded_files.h"
 #include "model_card.h"
-#include "units.h"
 
 namespace kvtier::hw {
 namespace {
@@ -32,16 +31,17 @@ TEST(CalibrationJson, FitsPcieLatencyPerDirectionAndReportsTheLargestCopysRateIn
   run.copies = exact_copies(CopyDirection::kHostToDevice, 2.0e-6, 55e9);
   const auto d2h = exact_copies(CopyDirection::kDeviceToHost, 3.0e-6, 56e9);
   run.copies.insert(run.copies.end(), d2h.begin(), d2h.end());
-  const auto json = calibration_json(run);
-  const auto& pcie = json["hardware"]["pcie"];
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
   // The 64 MiB copy: 67108864 B / (2 us + 1220.16 us) = 54.91 GB/s; / (3 us + 1198.37 us) = 55.86 GB/s.
-  EXPECT_NEAR(parse_bandwidth(pcie["h2d_bandwidth"].get<std::string>()), 54.91e9, 0.006e9);
-  EXPECT_NEAR(parse_bandwidth(pcie["d2h_bandwidth"].get<std::string>()), 55.86e9, 0.006e9);
+  EXPECT_NEAR(*hardware.pcie_h2d_bandwidth, 54.91e9, 0.006e9);
+  EXPECT_NEAR(*hardware.pcie_d2h_bandwidth, 55.86e9, 0.006e9);
   // Each direction's fitted latency.
-  EXPECT_NEAR(parse_duration(pcie["h2d_latency"].get<std::string>()), 2.0e-6, 0.006e-6);
-  EXPECT_NEAR(parse_duration(pcie["d2h_latency"].get<std::string>()), 3.0e-6, 0.006e-6);
+  EXPECT_NEAR(*hardware.pcie_h2d_latency, 2.0e-6, 0.001e-6);
+  EXPECT_NEAR(*hardware.pcie_d2h_latency, 3.0e-6, 0.001e-6);
+  EXPECT_FALSE(hardware.nvme_read_bandwidth) << "no disk samples, no nvme values";
+  const nlohmann::json pcie = nlohmann::json(summarize_calibration(run))["hardware"]["pcie"];
+  EXPECT_EQ(pcie["h2d_latency"], "2.00us");
   EXPECT_FALSE(pcie.contains("latency")) << "no shared latency beside the two";
-  EXPECT_FALSE(json["hardware"].contains("nvme")) << "no disk samples, no nvme section";
 }
 
 TEST(CalibrationJson, DerivesMfuFromGemmFlopsAndHbmEfficiencyFromTheDeviceCopy) {
@@ -49,9 +49,9 @@ TEST(CalibrationJson, DerivesMfuFromGemmFlopsAndHbmEfficiencyFromTheDeviceCopy) 
   // 2 x 4096 x 4096 x 4096 FLOP in 0.25 ms = 549.8 TFLOP/s, 0.5559 of 989 TFLOP/s.
   run.gemms.push_back({"m", {"o", 4096, 4096, 4096}, 0.25e-3});
   run.copies.push_back({CopyDirection::kDeviceToDevice, 1u << 30, 0, 4.2e12});
-  const auto gpu = calibration_json(run)["hardware"]["gpu"];
-  EXPECT_NEAR(gpu["prefill_mfu"].get<double>(), 2.0 * 4096 * 4096 * 4096 / 0.25e-3 / 989e12, 1e-12);
-  EXPECT_NEAR(gpu["memory_bandwidth_efficiency"].get<double>(), 0.875, 1e-12);
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  EXPECT_NEAR(*hardware.prefill_mfu, 2.0 * 4096 * 4096 * 4096 / 0.25e-3 / 989e12, 1e-12);
+  EXPECT_NEAR(*hardware.memory_bandwidth_efficiency, 0.875, 1e-12);
 }
 
 TEST(CalibrationJson, TakesTheBestDiskRatesAndFitsLatencyFromSingleReads) {
@@ -63,10 +63,52 @@ TEST(CalibrationJson, TakesTheBestDiskRatesAndFitsLatencyFromSingleReads) {
     run.disk.push_back({DiskOp::kWrite, block, 1, 64 * block, 64 * block / 1.6e9});
   }
   run.disk.push_back({DiskOp::kRead, 4u << 20, 8, 1u << 30, (1u << 30) / 1.3e9});
-  const auto nvme = calibration_json(run)["hardware"]["nvme"];
-  EXPECT_NEAR(parse_bandwidth(nvme["read_bandwidth"].get<std::string>()), 1.3e9, 0.006e9);
-  EXPECT_NEAR(parse_bandwidth(nvme["write_bandwidth"].get<std::string>()), 1.6e9, 0.006e9);
-  EXPECT_NEAR(parse_duration(nvme["latency"].get<std::string>()), 20e-6, 0.006e-6);
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  EXPECT_NEAR(*hardware.nvme_read_bandwidth, 1.3e9, 1e3);
+  EXPECT_NEAR(*hardware.nvme_write_bandwidth, 1.6e9, 1e3);
+  EXPECT_NEAR(*hardware.nvme_latency, 20e-6, 0.001e-6);
+}
+
+// The file `kvtier-hw calibrate --out` writes: the keys it has always written, rates keyed by encoding.
+TEST(CalibrationJson, KeepsTheFilesKeysAndReadsBackIntoTheSameRatesPerEncoding) {
+  CalibrationRun run{.command = "kvtier-hw calibrate --out c.json", .device = "test GPU", .reference = h200()};
+  run.kernels = {{"gather", 1.97e12},
+                 {"scatter", 1.93e12},
+                 {"quantize_turboquant4", 2.73e12},
+                 {"dequantize_turboquant4", 2.40e12},
+                 {"quantize_int4_g32", 2.87e12},
+                 {"dequantize_int4_g32", 2.60e12}};
+  run.copies.push_back({CopyDirection::kDeviceToDevice, 1u << 30, 0.25e-3, 4.2e12});
+  const nlohmann::json json = summarize_calibration(run);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"command", "device", "hardware", "kernels", "measurements",
+                                            "reference_hardware", "tool"}));
+  EXPECT_EQ(json["tool"], "kvtier-hw calibrate");
+  EXPECT_EQ(json["reference_hardware"], "test H200");
+  EXPECT_EQ(json["kernels"], nlohmann::json({{"gather_bytes_per_s", 1.97e12},
+                                             {"scatter_bytes_per_s", 1.93e12},
+                                             {"quantize_turboquant4_bytes_per_s", 2.73e12},
+                                             {"dequantize_turboquant4_bytes_per_s", 2.40e12},
+                                             {"quantize_int4_g32_bytes_per_s", 2.87e12},
+                                             {"dequantize_int4_g32_bytes_per_s", 2.60e12}}));
+  EXPECT_EQ(json["measurements"]["copy"][0],
+            nlohmann::json({{"direction", "d2d"}, {"bytes", 1u << 30}, {"seconds", 0.25e-3}, {"bytes_per_s", 4.2e12}}));
+  const Calibration back = parse_calibration(json.dump(2), "c.json");
+  Encoding int4;
+  int4.kind = EncodingKind::kInt4Group;
+  int4.group_size = 32;
+  EXPECT_EQ(conversion_rate(back, Conversion::kDequantize, int4), 2.60e12);
+  Encoding turboquant;
+  turboquant.kind = EncodingKind::kTurboQuant4;
+  EXPECT_EQ(conversion_rate(back, Conversion::kDequantize, turboquant), 2.40e12);
+  EXPECT_DOUBLE_EQ(*back.hardware.memory_bandwidth_efficiency, 0.875);
+}
+
+TEST(CalibrationJson, AKernelNameOutsideTheFilesGrammarIsRefused) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  run.kernels = {{"dequantize_nf4", 1e12}};
+  EXPECT_THROW(summarize_calibration(run), ConfigError);
 }
 
 TEST(PrefillGemmShapes, FollowLlama8BsCardWithTheMlpWidthInferredFromItsParameters) {

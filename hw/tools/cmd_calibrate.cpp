@@ -84,7 +84,7 @@ void run(const CalibrateArguments& arguments) {
                   rate_text(d.bytes_per_s()).c_str());
     }
   }
-  const nlohmann::json json = calibration_json(calibration);
+  const nlohmann::json json = summarize_calibration(calibration);
   std::printf("hardware overlay: %s\n", json["hardware"].dump().c_str());
   if (!arguments.out.empty()) write_json_file(arguments.out, json);
 }

@@ -186,32 +186,14 @@ std::vector<std::string> example_kernel_keys() {
   return keys;
 }
 
-void read_kernel(const std::string& key, double rate, KernelRates& kernels) {
-  const std::string stem = key.ends_with(kBytesPerS) ? key.substr(0, key.size() - std::string(kBytesPerS).size()) : "";
-  if (stem == "gather" || stem == "scatter") {
-    (stem == "gather" ? kernels.gather_bytes_per_s : kernels.scatter_bytes_per_s) = rate;
-    return;
-  }
-  for (Conversion conversion : {Conversion::kQuantize, Conversion::kDequantize}) {
-    const std::string prefix = conversion_prefix(conversion);
-    if (!stem.starts_with(prefix)) continue;
-    if (auto encoding = kernel_encoding(stem.substr(prefix.size()))) {
-      kernels.conversions.push_back({*encoding, conversion, rate});
-      return;
-    }
-  }
-  std::string hint = closest_match(key, example_kernel_keys());
-  fail({"kernels", key}, "unknown kernel '" + key + "': expected gather, scatter or (de)quantize_<encoding>, each "
-                         "followed by _bytes_per_s" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-}
-
 KernelRates read_kernels(const json& kernels) {
   expect_object(kernels, {"kernels"});
   KernelRates rates;
   for (const auto& [key, value] : kernels.items()) {
     if (!value.is_number() || !(value.get<double>() > 0))
       fail({"kernels", key}, "expected a positive rate in bytes per second");
-    read_kernel(key, value.get<double>(), rates);
+    if (!key.ends_with(kBytesPerS)) fail({"kernels", key}, "expected a key ending in " + std::string(kBytesPerS));
+    add_kernel_rate(rates, key.substr(0, key.size() - std::string(kBytesPerS).size()), value.get<double>());
   }
   return rates;
 }
@@ -319,6 +301,25 @@ Calibration load_calibration(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return parse_calibration(text.str(), path);
+}
+
+void add_kernel_rate(KernelRates& kernels, const std::string& kernel, double bytes_per_s) {
+  if (kernel == "gather" || kernel == "scatter") {
+    (kernel == "gather" ? kernels.gather_bytes_per_s : kernels.scatter_bytes_per_s) = bytes_per_s;
+    return;
+  }
+  for (Conversion conversion : {Conversion::kQuantize, Conversion::kDequantize}) {
+    const std::string prefix = conversion_prefix(conversion);
+    if (!kernel.starts_with(prefix)) continue;
+    if (auto encoding = kernel_encoding(kernel.substr(prefix.size()))) {
+      kernels.conversions.push_back({*encoding, conversion, bytes_per_s});
+      return;
+    }
+  }
+  const std::string key = kernel + kBytesPerS;
+  const std::string hint = closest_match(key, example_kernel_keys());
+  fail({"kernels", key}, "unknown kernel '" + kernel + "': expected gather, scatter, quantize_<encoding> or "
+                         "dequantize_<encoding>" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
 std::optional<std::string> kernel_encoding_name(const Encoding& encoding) {

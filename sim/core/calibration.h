@@ -54,8 +54,8 @@ struct Calibration {
   std::string command;             // the command line that measured it
   std::string device;              // "NVIDIA H200 (sm_90, 139.8 GiB)"
   std::string reference_hardware;  // the hardware file whose peaks the efficiencies divide by
-  MeasuredHardware hardware;
-  KernelRates kernels;
+  MeasuredHardware hardware = {};
+  KernelRates kernels = {};
   nlohmann::json measurements = nlohmann::json::object();  // {"copy": [...], "disk": [...], "gemm": [...]}
 };
 
@@ -65,6 +65,11 @@ struct Calibration {
 // std::invalid_argument.
 void to_json(nlohmann::json& json, const Calibration& calibration);
 void from_json(const nlohmann::json& json, Calibration& calibration);
+
+// Records a kernel's rate under its name in the file without "_bytes_per_s": gather, scatter,
+// quantize_<encoding> or dequantize_<encoding> (encoding as kernel_encoding_name writes it). Throws
+// CalibrationKeyError for any other name.
+void add_kernel_rate(KernelRates& kernels, const std::string& kernel, double bytes_per_s);
 
 // A ConfigError about one key of the file: "key.path: what was expected". load_calibration turns it into
 // "file:line:column: key.path: what was expected".
