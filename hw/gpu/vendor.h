@@ -41,6 +41,8 @@ using gpuMemcpyKind = cudaMemcpyKind;
 #define gpuDeviceGetAttribute cudaDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuFuncSetAttribute cudaFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize cudaFuncAttributeMaxDynamicSharedMemorySize
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuMemGetInfo cudaMemGetInfo
 #define gpuDriverGetVersion cudaDriverGetVersion
@@ -115,6 +117,8 @@ using gpuMemcpyKind = hipMemcpyKind;
 #define gpuDeviceGetAttribute hipDeviceGetAttribute
 #define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
+#define gpuFuncSetAttribute hipFuncSetAttribute
+#define gpuFuncAttributeMaxDynamicSharedMemorySize hipFuncAttributeMaxDynamicSharedMemorySize
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuMemGetInfo hipMemGetInfo
 #define gpuDriverGetVersion hipDriverGetVersion

@@ -1,0 +1,205 @@
+// kvtier-model-bench: how fast the forward pass of a model's shapes runs on this GPU.
+//
+//   prefill    tok/s of whole prompts (batch 1) at each length, in one step or in chunks of --chunk tokens
+//   attention  the paged attention kernel alone: TFLOP/s of one layer's causal prefill at each length,
+//              and the HBM rate of decode (one token over the whole context)
+//   gemm       TFLOP/s of the four linear layers at 4K and 32K tokens, cuBLAS and cuBLASLt
+//
+// Times are CUDA-event medians after a warm-up. Prints a table and writes everything as JSON (--json).
+// The model is Llama-3.1-8B's shape with random bf16 weights (transformer_shape.h).
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "attention.h"
+#include "attention_plan.h"
+#include "elementwise.h"
+#include "forward.h"
+#include "gpu/check.h"
+#include "gpu/device_buffer.h"
+
+namespace kvtier::hw {
+namespace {
+
+using nlohmann::json;
+
+// Median milliseconds of `repeats` runs of `work` on the default stream (after one warm-up run when asked).
+template <typename Work>
+double median_ms(int repeats, bool warm_up, Work&& work) {
+  if (warm_up) work();
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    gpu::Event start, stop;
+    start.record(nullptr);
+    work();
+    stop.record(nullptr);
+    stop.synchronize();
+    times.push_back(stop.elapsed_ms_since(start));
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+std::vector<int> page_range(int first, int count) {
+  std::vector<int> pages(static_cast<size_t>(count));
+  std::iota(pages.begin(), pages.end(), first);
+  return pages;
+}
+
+json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths, int chunk, int repeats) {
+  json rows = json::array();
+  const TransformerShape& shape = forward.config().shape;
+  const int block = forward.config().block_tokens;
+  for (int length : lengths) {
+    const int step_tokens = chunk > 0 ? std::min(chunk, length) : length;
+    const std::vector<int> pages = page_range(0, (length + block - 1) / block);
+    std::vector<int> tokens(static_cast<size_t>(step_tokens));
+    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int>(i * 7919 % shape.vocab);
+    auto prefill = [&] {
+      for (int done = 0; done < length; done += step_tokens) {
+        const int fresh = std::min(step_tokens, length - done);
+        forward.step(std::vector<HostSequence>{{fresh, done, pages}}, std::span(tokens).first(static_cast<size_t>(fresh)));
+      }
+    };
+    const double ms = median_ms(repeats, length <= 16384, prefill);
+    const double flops = linear_flops(shape, length, 1) + shape.layers * attention_flops(shape, length, 0);
+    rows.push_back({{"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
+                    {"model_tflops", flops / (ms / 1e3) / 1e12}});
+    std::printf("prefill %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n", length, step_tokens, ms,
+                length / (ms / 1e3), flops / (ms / 1e3) / 1e12);
+    std::fflush(stdout);
+  }
+  return rows;
+}
+
+// Attention of one layer over the forward pass's pool: prefill (new = length, no context) and decode.
+json bench_attention(TransformerForward& forward, const std::vector<int>& lengths, int repeats, int multiprocessors) {
+  json rows = json::array();
+  const TransformerShape& shape = forward.config().shape;
+  const int block = forward.config().block_tokens;
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  gpu::DeviceBuffer<uint16_t> q(static_cast<size_t>(longest) * shape.q_width()), out(q.size());
+  fill_random(q.data(), static_cast<int64_t>(q.size()), 99, 2.0f, 0.0f, nullptr);
+  gpu::DeviceBuffer<float> workspace(static_cast<size_t>(attention_workspace_floats(1, shape.heads, shape.head_dim,
+                                                                                     kAttentionMaxSplits)));
+  const PagedKvLayer kv = paged_kv_layer(forward.kv_pool(), forward.kv_page_stride(), forward.kv_geometry(), 0);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
+  for (int length : lengths) {
+    const int pages = (length + block - 1) / block;
+    std::vector<int> host = {0, length, 0};
+    const std::vector<int> table = page_range(0, pages);
+    host.insert(host.end(), table.begin(), table.end());
+    gpu::DeviceBuffer<int> ints(host.size());
+    ints.upload(host.data(), host.size());
+    StepBatch batch{1, ints.data(), ints.data() + 2, ints.data() + 3, pages, length, length, length};
+    const double ms = median_ms(repeats, true, [&] {
+      paged_attention(batch, kv, q.data(), out.data(), shape.heads, scale, 1, nullptr, nullptr);
+    });
+    const double tflops = attention_flops(shape, length, 0) / (ms / 1e3) / 1e12;
+    // Decode: one new token after length - 1 cached ones.
+    host[1] = 1;
+    host[2] = length - 1;
+    ints.upload(host.data(), host.size());
+    StepBatch decode{1, ints.data(), ints.data() + 2, ints.data() + 3, pages, 1, 1, length};
+    const int splits = attention_splits(1, 1, length, shape.kv_heads, shape.gqa_ratio(), multiprocessors);
+    const double decode_ms = median_ms(repeats * 5, true, [&] {
+      paged_attention(decode, kv, q.data(), out.data(), shape.heads, scale, splits, workspace.data(), nullptr);
+    });
+    const double kv_bytes = 2.0 * length * shape.kv_width() * 2;
+    rows.push_back({{"tokens", length}, {"prefill_ms", ms}, {"prefill_tflops", tflops}, {"decode_ms", decode_ms},
+                    {"decode_splits", splits}, {"decode_kv_gb_per_s", kv_bytes / (decode_ms / 1e3) / 1e9}});
+    std::printf("attention %7d tokens: prefill %8.2f ms %6.1f TFLOP/s | decode %7.3f ms %6.0f GB/s (%d splits)\n",
+                length, ms, tflops, decode_ms, kv_bytes / (decode_ms / 1e3) / 1e9, splits);
+    std::fflush(stdout);
+  }
+  return rows;
+}
+
+json bench_gemm(const TransformerShape& shape, int repeats) {
+  json rows = json::array();
+  struct Linear {
+    const char* name;
+    int in, out;
+  };
+  const Linear linears[] = {{"qkv", shape.hidden, shape.qkv_width()},
+                            {"out", shape.q_width(), shape.hidden},
+                            {"gate_up", shape.hidden, 2 * shape.intermediate},
+                            {"down", shape.intermediate, shape.hidden}};
+  for (int tokens : {4096, 32768}) {
+    for (const Linear& l : linears) {
+      gpu::DeviceBuffer<uint16_t> x(static_cast<size_t>(tokens) * l.in), w(static_cast<size_t>(l.in) * l.out),
+          y(static_cast<size_t>(tokens) * l.out);
+      fill_random(x.data(), static_cast<int64_t>(x.size()), 1, 1.0f, 0.0f, nullptr);
+      fill_random(w.data(), static_cast<int64_t>(w.size()), 2, 0.02f, 0.0f, nullptr);
+      for (GemmBackend backend : {GemmBackend::kBlas, GemmBackend::kBlasLt}) {
+        Gemm gemm(nullptr, backend);
+        const double ms = median_ms(repeats * 3, true, [&] { gemm.linear(x.data(), w.data(), y.data(), tokens, l.in, l.out, false); });
+        const double tflops = 2.0 * tokens * l.in * l.out / (ms / 1e3) / 1e12;
+        rows.push_back({{"tokens", tokens}, {"layer", l.name}, {"in", l.in}, {"out", l.out},
+                        {"backend", gemm_backend_name(backend)}, {"ms", ms}, {"tflops", tflops}});
+        std::printf("gemm %-7s %6d x %5d -> %5d %-6s %8.3f ms %6.1f TFLOP/s\n", l.name, tokens, l.in, l.out,
+                    gemm_backend_name(backend), ms, tflops);
+      }
+    }
+  }
+  return rows;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"kvtier-model-bench: prefill tok/s, attention and GEMM rates of a model's shapes on one GPU"};
+  std::vector<int> lengths = {1024, 4096, 16384, 32768, 65536, 131072};
+  int chunk = 0, repeats = 3, block_tokens = 16;
+  std::string json_path, gemm_name = "blaslt";
+  bool skip_prefill = false, skip_gemm = false;
+  app.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',');
+  app.add_option("--chunk", chunk, "prefill chunk in tokens (0: the whole prompt in one step)");
+  app.add_option("--repeats", repeats, "timed runs per measurement (median)");
+  app.add_option("--block-tokens", block_tokens, "tokens per KV page");
+  app.add_option("--gemm", gemm_name, "GEMM back end of the forward pass")->check(CLI::IsMember({"blas", "blaslt"}));
+  app.add_option("--json", json_path, "write the results here");
+  app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
+  app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
+  CLI11_PARSE(app, argc, argv);
+
+  const TransformerShape shape = llama_3_1_8b_shape();
+  const int longest = *std::max_element(lengths.begin(), lengths.end());
+  ForwardConfig config;
+  config.shape = shape;
+  config.block_tokens = block_tokens;
+  config.max_pages_per_sequence = (longest + block_tokens - 1) / block_tokens;
+  config.kv_pages = config.max_pages_per_sequence;
+  config.max_step_tokens = chunk > 0 ? std::min(chunk, longest) : longest;
+  config.gemm = gemm_name == "blas" ? GemmBackend::kBlas : GemmBackend::kBlasLt;
+  int multiprocessors = 0;
+  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, 0));
+  json result = {{"device", gpu::current_device_description()},
+                 {"model", "Llama-3.1-8B shape, random bf16 weights"},
+                 {"block_tokens", block_tokens},
+                 {"gemm_backend", gemm_name}};
+  {
+    TransformerForward forward(config, nullptr);
+    result["attention"] = bench_attention(forward, lengths, repeats, multiprocessors);
+    if (!skip_prefill) result["prefill"] = bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1));
+  }
+  if (!skip_gemm) result["gemm"] = bench_gemm(shape, repeats);
+  if (!json_path.empty()) std::ofstream(json_path) << result.dump(2) << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace kvtier::hw
+
+int main(int argc, char** argv) {
+  try {
+    return kvtier::hw::run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "kvtier-model-bench: " << e.what() << "\n";
+    return 1;
+  }
+}
