@@ -8,7 +8,7 @@ namespace kvtier {
 std::unique_ptr<EvictionPolicy> make_lru_policy();
 std::unique_ptr<EvictionPolicy> make_lfu_policy();
 std::unique_ptr<EvictionPolicy> make_arc_policy();
-std::unique_ptr<EvictionPolicy> make_s3fifo_policy();
+std::unique_ptr<EvictionPolicy> make_s3fifo_policy(int move_to_main_threshold);
 
 namespace {
 
@@ -44,7 +44,7 @@ bool parse_policy_name(const std::string& name, PolicyKind& out) {
   return false;
 }
 
-std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind) {
+std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind, const PolicyOptions& options) {
   switch (kind) {
     case PolicyKind::kLru:
       return make_lru_policy();
@@ -53,7 +53,7 @@ std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind) {
     case PolicyKind::kArc:
       return make_arc_policy();
     case PolicyKind::kS3Fifo:
-      return make_s3fifo_policy();
+      return make_s3fifo_policy(options.move_to_main_threshold);
   }
   return make_lru_policy();
 }

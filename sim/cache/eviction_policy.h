@@ -12,9 +12,11 @@
 // the queue it was in.
 //
 // Policies: LRU; LFU (ties broken by recency, frequency forgotten on eviction); ARC (Megiddo and Modha,
-// FAST'03: recency list T1, frequency list T2, ghost lists B1/B2 adapting the target size of T1);
-// S3-FIFO (Yang et al., SOSP'23: a small FIFO of 10 % of capacity, a main FIFO with 2-bit frequency and
-// reinsertion, a ghost FIFO that sends returning blocks straight to main).
+// FAST'03, Fig. 4: recency list T1, frequency list T2, ghost lists B1/B2 adapting the real-valued target
+// size p of T1 before the victim is chosen); S3-FIFO (Yang et al., SOSP'23, Algorithm 1: a small FIFO of
+// 10 % of capacity, a main FIFO with a frequency capped at 3 and reinsertion, a ghost FIFO that sends
+// returning blocks straight to main). On a sequence of single blocks, ARC and S3-FIFO make the choices
+// of their papers' pseudocode exactly (policy_reference_test.cpp holds them to literal transcriptions).
 #pragma once
 
 #include <cstdint>
@@ -28,6 +30,17 @@ namespace kvtier {
 
 enum class PolicyKind { kLru, kLfu, kArc, kS3Fifo };
 
+// S3-FIFO's Algorithm 1 moves a block leaving the small queue to the main queue when its frequency
+// exceeds 1, that is, when it was referenced at least twice after it was stored (libCacheSim's
+// move-to-main-threshold=2 means the same).
+inline constexpr int kS3FifoPaperMoveToMainThreshold = 2;
+
+// Parameters of the policies that have them; the others ignore them.
+struct PolicyOptions {
+  // S3-FIFO: references in the small queue (1 to 3, the frequency cap) that move a block to main.
+  int move_to_main_threshold = kS3FifoPaperMoveToMainThreshold;
+};
+
 // "lru", "lfu", "arc", "s3fifo"
 std::string policy_name(PolicyKind kind);
 std::vector<std::string> policy_names();
@@ -40,6 +53,9 @@ class EvictionPolicy {
 
   // The tier's capacity in blocks; ARC and S3-FIFO size their lists from it.
   virtual void set_capacity(int64_t blocks) = 0;
+  // REQUIRES: `slot` is not in the tier. Announces that it will be inserted once room is made, so that
+  // the victims chosen for it can depend on it: ARC adapts p to a ghost hit here, before it replaces.
+  virtual void prepare_insert(uint32_t /*slot*/) {}
   // REQUIRES: `slot` is not in the tier. It becomes resident and evictable.
   virtual void insert(uint32_t slot) = 0;
   // REQUIRES: `slot` is resident (held or not). Records a reference.
@@ -53,8 +69,12 @@ class EvictionPolicy {
   // The evictable block to evict next, or kNoSlot when none. May reorder internal queues (S3-FIFO moves
   // small-queue blocks to main, ARC nothing), never removes.
   virtual uint32_t victim() = 0;
+  // True while the policy is part-way through an eviction step that removes more than one block, so the
+  // tier should take victims even though it has room: S3-FIFO, when moving a block to main overfills
+  // it, evicts from main and then goes on evicting from the small queue.
+  virtual bool eviction_pending() const { return false; }
 };
 
-std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind);
+std::unique_ptr<EvictionPolicy> make_policy(PolicyKind kind, const PolicyOptions& options = {});
 
 }  // namespace kvtier

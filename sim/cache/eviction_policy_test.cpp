@@ -5,12 +5,13 @@
 
 #include <random>
 #include <set>
+#include <stdexcept>
 
 namespace kvtier {
 namespace {
 
-std::unique_ptr<EvictionPolicy> policy(PolicyKind kind, int64_t capacity) {
-  auto p = make_policy(kind);
+std::unique_ptr<EvictionPolicy> policy(PolicyKind kind, int64_t capacity, const PolicyOptions& options = {}) {
+  auto p = make_policy(kind, options);
   p->set_capacity(capacity);
   return p;
 }
@@ -86,10 +87,28 @@ TEST(ArcPolicy, GhostHitInB1GrowsTheRecencyTarget) {
   EXPECT_EQ(plain->victim(), 3u);  // p = 0: T1 goes first
 }
 
-// Capacity 10: small queue target 1, ghost 9. 1 leaves S unreferenced (to the ghost); stored again it
-// goes straight to M. 2 was referenced in S, so it moves to M instead of being evicted; M's oldest
-// unreferenced block, 1, is the victim.
-TEST(S3FifoPolicy, GhostReturnsToMainAndReferencedBlocksSurviveSmall) {
+// Capacity 2. 1 and 2 stored, 1 referenced again (T2); 2 is evicted to B1 and 3 stored (T1 = {3}, T2 =
+// {1}, p = 0). 2 returns: announced, it raises p to 1 before the victim is chosen, so |T1| = 1 no longer
+// exceeds p and the victim is T2's 1 (adapting after the eviction would have taken 3).
+TEST(ArcPolicy, GhostHitAdaptsBeforeTheVictimIsChosen) {
+  auto arc = policy(PolicyKind::kArc, 2);
+  arc->insert(1);
+  arc->insert(2);
+  arc->hit(1);
+  EXPECT_EQ(arc->victim(), 2u);
+  arc->erase(2);
+  arc->insert(3);
+  arc->prepare_insert(2);
+  EXPECT_EQ(arc->victim(), 1u);
+  arc->erase(1);
+  arc->insert(2);
+  EXPECT_EQ(arc->victim(), 2u);  // T1 = {3} does not exceed p = 1: T2 = {2} goes
+}
+
+// Capacity 10: S is due whenever it holds a block (10 × 1 >= 10), G keeps 9. 1 leaves S unreferenced
+// (to G); stored again it goes straight to M. 2, referenced once, is below the paper's threshold of 2
+// and is evicted from S; referenced twice it moves to M instead, and M's oldest block, 1, goes.
+TEST(S3FifoPolicy, BlocksReferencedTwiceInSmallMoveToMain) {
   auto s3 = policy(PolicyKind::kS3Fifo, 10);
   s3->insert(1);
   s3->insert(2);
@@ -97,9 +116,42 @@ TEST(S3FifoPolicy, GhostReturnsToMainAndReferencedBlocksSurviveSmall) {
   s3->erase(1);
   s3->insert(1);  // from the ghost: main
   s3->hit(2);
+  EXPECT_EQ(s3->victim(), 2u);
+  s3->hit(2);
+  EXPECT_EQ(s3->victim(), 1u);  // 2 moved to main with its frequency cleared
+  s3->erase(1);
+  EXPECT_EQ(s3->victim(), 2u);
+}
+
+TEST(S3FifoPolicy, MoveToMainThresholdIsAParameter) {
+  auto s3 = policy(PolicyKind::kS3Fifo, 10, PolicyOptions{.move_to_main_threshold = 1});
+  s3->insert(1);
+  s3->insert(2);
+  s3->erase(1);
+  s3->insert(1);
+  s3->hit(2);
+  EXPECT_EQ(s3->victim(), 1u);  // one reference is enough
+  EXPECT_THROW(policy(PolicyKind::kS3Fifo, 10, PolicyOptions{.move_to_main_threshold = 4}),
+               std::invalid_argument);
+}
+
+// Capacity 20: S's share is 2, M's 18. With 1..18 in M (returned from G) and 19, 20 in S, 19 referenced
+// twice moves to M, which then holds 19 > 18: M evicts its oldest, 1, and the step is not over
+// (eviction_pending) until S gives up a block too, 20.
+TEST(S3FifoPolicy, OverfillingMainEvictsFromMainThenFromSmall) {
+  auto s3 = policy(PolicyKind::kS3Fifo, 20);
+  for (uint32_t slot = 1; slot <= 18; ++slot) s3->insert(slot);
+  for (uint32_t slot = 1; slot <= 18; ++slot) s3->erase(slot);
+  for (uint32_t slot = 1; slot <= 20; ++slot) s3->insert(slot);
+  s3->hit(19);
+  s3->hit(19);
+  EXPECT_FALSE(s3->eviction_pending());
   EXPECT_EQ(s3->victim(), 1u);
   s3->erase(1);
-  EXPECT_EQ(s3->victim(), 2u);  // now in main with its frequency spent
+  EXPECT_TRUE(s3->eviction_pending());
+  EXPECT_EQ(s3->victim(), 20u);
+  s3->erase(20);
+  EXPECT_FALSE(s3->eviction_pending());
 }
 
 TEST(S3FifoPolicy, MainReinsertsReferencedBlocks) {

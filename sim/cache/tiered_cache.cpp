@@ -198,7 +198,11 @@ bool TieredCache::admit(std::span<const uint64_t> block_ids, Admission& out) {
 
   for (uint32_t slot : out.slots) {
     ++blocks_[slot].seen;
-    if (in_tier(0, slot)) tiers_[0].policy->hit(slot);
+    if (in_tier(0, slot)) {
+      tiers_[0].policy->hit(slot);
+    } else {
+      tiers_[0].policy->prepare_insert(slot);
+    }
     set_pins(slot, blocks_[slot].pins + 1);
   }
   if (!make_room(0, missing)) {

@@ -101,6 +101,7 @@ class TieredCache {
   void remove_from_tier(int t, uint32_t slot);
   void set_pins(uint32_t slot, uint32_t pins);
   bool make_room(int t, int64_t blocks);
+  bool make_room_for(int t, uint32_t slot);  // announces `slot` to the policy, then room for one block
   bool evict_one(int t);
   int demotion_target(int from, uint32_t slot);
   bool parent_cached(uint32_t slot) const;

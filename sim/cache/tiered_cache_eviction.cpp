@@ -4,13 +4,20 @@
 
 namespace kvtier {
 
+// Evicts until `blocks` more fit, and on while the policy has an eviction step under way.
 bool TieredCache::make_room(int t, int64_t blocks) {
   Tier& tier = tiers_[t];
   if (blocks > tier.capacity_blocks) return false;
-  while (tier.used + blocks > tier.capacity_blocks) {
-    if (!evict_one(t)) return false;
+  while (true) {
+    bool short_of_room = tier.used + blocks > tier.capacity_blocks;
+    if (!short_of_room && !tier.policy->eviction_pending()) return true;
+    if (!evict_one(t)) return !short_of_room;
   }
-  return true;
+}
+
+bool TieredCache::make_room_for(int t, uint32_t slot) {
+  tiers_[t].policy->prepare_insert(slot);
+  return make_room(t, 1);
 }
 
 // Evicts the policy's victim. A block still cached elsewhere is dropped from this tier (its copy is
@@ -41,7 +48,7 @@ int TieredCache::demotion_target(int from, uint32_t slot) {
     if (spec.write != WriteMode::kSpill || blocks_[slot].seen < spec.admit_after) continue;
     if (spec.prefix_aware && !parent_cached(slot)) continue;
     // Making room may drop the parent (prefix-aware cascades), so check again after.
-    if (make_room(k, 1) && !(spec.prefix_aware && !parent_cached(slot))) return k;
+    if (make_room_for(k, slot) && !(spec.prefix_aware && !parent_cached(slot))) return k;
   }
   return -1;
 }
@@ -54,7 +61,7 @@ bool TieredCache::parent_cached(uint32_t slot) const {
 void TieredCache::write_through(int from, uint32_t slot) {
   for (int k = from + 1; k < tier_count() && tiers_[k].spec.write == WriteMode::kThrough; ++k) {
     if (in_tier(k, slot) || blocks_[slot].seen < tiers_[k].spec.admit_after) continue;
-    if (!make_room(k, 1) || !in_tier(from, slot)) continue;
+    if (!make_room_for(k, slot) || !in_tier(from, slot)) continue;
     add_to_tier(k, slot);
     emit(CacheEventKind::kWriteThrough, slot, from, k);
   }

@@ -1,8 +1,13 @@
-// ARC (Megiddo and Modha, FAST'03). T1 holds blocks referenced once since they were stored, T2 blocks
-// referenced again; B1 and B2 remember blocks recently evicted from each. A stored block found in B1
-// means T1 was too small: the target size p of T1 grows; found in B2, p shrinks. Victims come from T1
-// while it exceeds p, else from T2. Ghost lists are trimmed as in the paper: |T1| + |B1| <= c and
-// |T1| + |T2| + |B1| + |B2| <= 2c, counting held blocks as resident.
+// ARC (Megiddo and Modha, FAST'03, Fig. 4). T1 holds blocks referenced once since they were stored, T2
+// blocks referenced again; B1 and B2 remember blocks recently evicted from each. A block about to be stored
+// that is found in B1 means T1 was too small: the target size p of T1 grows by δ1 = 1 if |B1| >= |B2|, else
+// |B2| / |B1| (a real number, capped at c); found in B2, p shrinks by δ2, the mirror image (floored at 0).
+// The adaptation comes first (prepare_insert), so the victim is chosen with the new p, as the paper's
+// REPLACE(x, p) is: T1's LRU block while |T1| exceeds p, or equals it when the block comes from B2, else
+// T2's. Ghost lists are trimmed to |T1| + |B1| <= c and |T1| + |T2| + |B1| + |B2| <= 2c after every
+// insertion and eviction, which drops the same ghosts as the paper's case IV (held blocks count as
+// resident). The paper's "delete T1's LRU page" when T1 alone fills the cache is the same eviction
+// followed by that trim.
 #include <algorithm>
 
 #include "eviction_policy.h"
@@ -14,23 +19,30 @@ class ArcPolicy final : public EvictionPolicy {
  public:
   void set_capacity(int64_t blocks) override {
     capacity_ = blocks;
-    target_t1_ = std::min(target_t1_, capacity_);
+    target_t1_ = std::min(target_t1_, static_cast<double>(capacity_));
+  }
+  void prepare_insert(uint32_t slot) override {
+    grow(slot);
+    adapt(slot);
   }
   void insert(uint32_t slot) override {
     grow(slot);
-    if (where_[slot] == kB1) {
-      target_t1_ =
-          std::min(capacity_, target_t1_ + std::max<int64_t>(1, b2_.size / std::max<int64_t>(1, b1_.size)));
-      lists_.unlink(b1_, slot);
-      place(slot, kT2);
-    } else if (where_[slot] == kB2) {
-      target_t1_ =
-          std::max<int64_t>(0, target_t1_ - std::max<int64_t>(1, b1_.size / std::max<int64_t>(1, b2_.size)));
-      lists_.unlink(b2_, slot);
-      place(slot, kT2);
-    } else {
-      place(slot, kT1);
+    adapt(slot);
+    arriving_from_b2_ = false;
+    switch (where_[slot]) {
+      case kB1Counted:
+        lists_.unlink(b1_, slot);
+        place(slot, kT2);
+        break;
+      case kB2Counted:
+        lists_.unlink(b2_, slot);
+        place(slot, kT2);
+        break;
+      default:
+        place(slot, kT1);
+        break;
     }
+    trim_ghosts();
   }
   void hit(uint32_t slot) override {
     switch (where_[slot]) {
@@ -91,15 +103,31 @@ class ArcPolicy final : public EvictionPolicy {
     trim_ghosts();
   }
   uint32_t victim() override {
-    if (t1_.size > 0 && (t1_.size + held_t1_ > target_t1_ || t2_.size == 0)) return t1_.tail;
+    double t1 = static_cast<double>(t1_.size + held_t1_);
+    bool replace_t1 = t1 > target_t1_ || (arriving_from_b2_ && t1 == target_t1_);
+    if (t1_.size > 0 && (replace_t1 || t2_.size == 0)) return t1_.tail;
     return t2_.tail;
   }
 
  private:
-  enum Where : uint8_t { kNone, kT1, kT2, kHeldT1, kHeldT2, kB1, kB2 };
+  // kB1Counted / kB2Counted: a ghost whose return has already moved p.
+  enum Where : uint8_t { kNone, kT1, kT2, kHeldT1, kHeldT2, kB1, kB2, kB1Counted, kB2Counted };
 
   void grow(uint32_t slot) {
     if (slot >= where_.size()) where_.resize(std::max<size_t>(slot + 1, where_.size() * 2), kNone);
+  }
+  // Fig. 4, cases II and III: a ghost about to be stored moves p once.
+  void adapt(uint32_t slot) {
+    double b1 = static_cast<double>(b1_.size);
+    double b2 = static_cast<double>(b2_.size);
+    if (where_[slot] == kB1) {
+      target_t1_ = std::min(target_t1_ + (b1 >= b2 ? 1.0 : b2 / b1), static_cast<double>(capacity_));
+      where_[slot] = kB1Counted;
+    } else if (where_[slot] == kB2) {
+      target_t1_ = std::max(target_t1_ - (b2 >= b1 ? 1.0 : b1 / b2), 0.0);
+      where_[slot] = kB2Counted;
+      arriving_from_b2_ = true;
+    }
   }
   void place(uint32_t slot, Where list) {
     lists_.push_front(list == kT1 ? t1_ : t2_, slot);
@@ -124,7 +152,8 @@ class ArcPolicy final : public EvictionPolicy {
   int64_t held_t1_ = 0;
   int64_t held_t2_ = 0;
   int64_t capacity_ = 0;
-  int64_t target_t1_ = 0;  // p in the paper
+  double target_t1_ = 0.0;         // p in the paper
+  bool arriving_from_b2_ = false;  // a block announced from B2 awaits insertion (REPLACE's tie rule)
   std::vector<uint8_t> where_;
 };
 

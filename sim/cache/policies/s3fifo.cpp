@@ -1,8 +1,16 @@
-// S3-FIFO (Yang et al., SOSP'23). New blocks enter a small FIFO S sized at 10 % of capacity; a block
-// leaving S that was referenced again since it was stored moves to the main FIFO M, otherwise it is evicted
-// and remembered in the ghost FIFO G. A stored block found in G goes straight to M. Leaving M, a block with
-// a non-zero 2-bit frequency is reinserted at M's head with its frequency decremented.
+// S3-FIFO (Yang et al., SOSP'23, Algorithm 1). New blocks enter a small FIFO S; a block found in the ghost
+// FIFO G goes to the main FIFO M instead. A reference raises a block's frequency, capped at 3.
+// Evicting takes from S while S holds at least 10 % of the capacity, else from M:
+//   from S: S's oldest block moves to M's head with its frequency cleared if it was referenced at least
+//           `move_to_main_threshold` times (the paper's freq > 1: 2); if that leaves M above its 90 %
+//           share, M evicts one block first and the step goes on (eviction_pending()). The first block
+//           not moved is the victim and is remembered in G;
+//   from M: M's oldest block is reinserted at M's head with its frequency decremented while non-zero;
+//           the first with frequency 0 is the victim.
+// G keeps as many entries as M's share (0.9 × capacity, rounded down), oldest dropped first. Held blocks
+// count in the size of the queue they belong to.
 #include <algorithm>
+#include <stdexcept>
 
 #include "eviction_policy.h"
 
@@ -13,9 +21,16 @@ constexpr uint8_t kMaxFrequency = 3;
 
 class S3FifoPolicy final : public EvictionPolicy {
  public:
+  explicit S3FifoPolicy(int move_to_main_threshold)
+      : threshold_(static_cast<uint8_t>(move_to_main_threshold)) {
+    if (move_to_main_threshold < 1 || move_to_main_threshold > kMaxFrequency) {
+      throw std::invalid_argument("S3-FIFO's move-to-main threshold is 1, 2 or 3 references");
+    }
+  }
+
   void set_capacity(int64_t blocks) override {
-    small_target_ = std::max<int64_t>(1, blocks / 10);
-    ghost_limit_ = std::max<int64_t>(0, blocks - small_target_);
+    capacity_ = blocks;
+    ghost_limit_ = 9 * blocks / 10;
     while (ghost_.size > ghost_limit_) drop_oldest_ghost();
   }
   void insert(uint32_t slot) override {
@@ -24,47 +39,76 @@ class S3FifoPolicy final : public EvictionPolicy {
     if (returning) lists_.unlink(ghost_, slot);
     frequency_[slot] = 0;
     push(slot, returning ? kMain : kSmall);
+    moving_to_main_ = false;
   }
   void hit(uint32_t slot) override {
     frequency_[slot] = std::min<uint8_t>(kMaxFrequency, frequency_[slot] + 1);
   }
   void hold(uint32_t slot) override {
-    lists_.unlink(where_[slot] == kSmall ? small_ : main_, slot);
-    where_[slot] = where_[slot] == kSmall ? kHeldSmall : kHeldMain;
+    bool small = where_[slot] == kSmall;
+    lists_.unlink(small ? small_ : main_, slot);
+    where_[slot] = small ? kHeldSmall : kHeldMain;
+    ++(small ? held_small_ : held_main_);
   }
-  void unhold(uint32_t slot) override { push(slot, where_[slot] == kHeldSmall ? kSmall : kMain); }
+  void unhold(uint32_t slot) override {
+    bool small = where_[slot] == kHeldSmall;
+    --(small ? held_small_ : held_main_);
+    push(slot, small ? kSmall : kMain);
+  }
   void erase(uint32_t slot) override {
-    bool from_small = where_[slot] == kSmall || where_[slot] == kHeldSmall;
-    if (where_[slot] == kSmall) lists_.unlink(small_, slot);
-    if (where_[slot] == kMain) lists_.unlink(main_, slot);
+    Where was = static_cast<Where>(where_[slot]);
+    if (was == kSmall) lists_.unlink(small_, slot);
+    if (was == kMain) lists_.unlink(main_, slot);
+    if (was == kHeldSmall) --held_small_;
+    if (was == kHeldMain) --held_main_;
     where_[slot] = kNone;
-    if (from_small && ghost_limit_ > 0) {
+    if ((was == kSmall || was == kHeldSmall) && ghost_limit_ > 0) {
       lists_.push_front(ghost_, slot);
       where_[slot] = kGhost;
       if (ghost_.size > ghost_limit_) drop_oldest_ghost();
     }
   }
   uint32_t victim() override {
-    while (small_.size + main_.size > 0) {
-      if (small_.size > 0 && (small_.size >= small_target_ || main_.size == 0)) {
-        uint32_t oldest = small_.tail;
-        if (frequency_[oldest] == 0) return oldest;
-        lists_.unlink(small_, oldest);
-        frequency_[oldest] = 0;
-        push(oldest, kMain);
-      } else {
-        uint32_t oldest = main_.tail;
-        if (frequency_[oldest] == 0) return oldest;
-        --frequency_[oldest];
-        lists_.move_to_front(main_, oldest);
-      }
-    }
-    return kNoSlot;
+    bool from_small = moving_to_main_ || 10 * (small_.size + held_small_) >= capacity_;
+    moving_to_main_ = false;
+    // A queue with nothing evictable (its blocks held, or a tier over capacity) yields to the other.
+    uint32_t victim = from_small ? kNoSlot : main_victim();
+    if (victim == kNoSlot) victim = small_victim();
+    return victim != kNoSlot ? victim : main_victim();
   }
+  bool eviction_pending() const override { return moving_to_main_; }
 
  private:
   enum Where : uint8_t { kNone, kSmall, kMain, kHeldSmall, kHeldMain, kGhost };
 
+  // EVICTS. Returns kNoSlot when every evictable block of S moved to M without M overflowing.
+  uint32_t small_victim() {
+    while (small_.size > 0) {
+      uint32_t oldest = small_.tail;
+      if (frequency_[oldest] < threshold_) return oldest;
+      lists_.unlink(small_, oldest);
+      frequency_[oldest] = 0;
+      push(oldest, kMain);
+      if (10 * (main_.size + held_main_) > 9 * capacity_) {
+        uint32_t overflow = main_victim();
+        if (overflow != kNoSlot) {
+          moving_to_main_ = small_.size > 0;
+          return overflow;
+        }
+      }
+    }
+    return kNoSlot;
+  }
+  // EVICTM.
+  uint32_t main_victim() {
+    while (main_.size > 0) {
+      uint32_t oldest = main_.tail;
+      if (frequency_[oldest] == 0) return oldest;
+      --frequency_[oldest];
+      lists_.move_to_front(main_, oldest);
+    }
+    return kNoSlot;
+  }
   void grow(uint32_t slot) {
     if (slot < where_.size()) return;
     size_t size = std::max<size_t>(slot + 1, where_.size() * 2);
@@ -81,18 +125,22 @@ class S3FifoPolicy final : public EvictionPolicy {
     where_[oldest] = kNone;
   }
 
+  uint8_t threshold_;
   SlotLists lists_;
   SlotLists::List small_, main_, ghost_;
-  int64_t small_target_ = 1;
+  int64_t held_small_ = 0;
+  int64_t held_main_ = 0;
+  int64_t capacity_ = 0;
   int64_t ghost_limit_ = 0;
+  bool moving_to_main_ = false;  // EVICTS evicted from an overfull M and S still has blocks to go through
   std::vector<uint8_t> where_;
   std::vector<uint8_t> frequency_;
 };
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_s3fifo_policy() {
-  return std::make_unique<S3FifoPolicy>();
+std::unique_ptr<EvictionPolicy> make_s3fifo_policy(int move_to_main_threshold) {
+  return std::make_unique<S3FifoPolicy>(move_to_main_threshold);
 }
 
 }  // namespace kvtier
