@@ -1,5 +1,5 @@
-// From one `kvtier-hw calibrate` run's samples to the Calibration the simulator reads (sim/core/calibration.h,
-// whose to_json writes the file; docs/hardware-mode.md has every key).
+// From one `kvtier-hw calibrate` run's samples to the Calibration the simulator reads
+// (sim/core/calibration.h, whose to_json writes the file; docs/hardware-mode.md has every key).
 //
 // The `hardware` values are what the hardware file calls them: a link's bandwidth is the rate of its largest
 // copy, its latency comes from a latency + bytes / bandwidth fit per direction; the efficiencies divide by

@@ -71,7 +71,8 @@ TEST(CalibrationJson, TakesTheBestDiskRatesAndFitsLatencyFromSingleReads) {
 
 // The file `kvtier-hw calibrate --out` writes: the keys it has always written, rates keyed by encoding.
 TEST(CalibrationJson, KeepsTheFilesKeysAndReadsBackIntoTheSameRatesPerEncoding) {
-  CalibrationRun run{.command = "kvtier-hw calibrate --out c.json", .device = "test GPU", .reference = h200()};
+  CalibrationRun run{
+      .command = "kvtier-hw calibrate --out c.json", .device = "test GPU", .reference = h200()};
   run.kernels = {{"gather", 1.97e12},
                  {"scatter", 1.93e12},
                  {"quantize_turboquant4", 2.73e12},
@@ -93,7 +94,8 @@ TEST(CalibrationJson, KeepsTheFilesKeysAndReadsBackIntoTheSameRatesPerEncoding) 
                                              {"quantize_int4_g32_bytes_per_s", 2.87e12},
                                              {"dequantize_int4_g32_bytes_per_s", 2.60e12}}));
   EXPECT_EQ(json["measurements"]["copy"][0],
-            nlohmann::json({{"direction", "d2d"}, {"bytes", 1u << 30}, {"seconds", 0.25e-3}, {"bytes_per_s", 4.2e12}}));
+            nlohmann::json(
+                {{"direction", "d2d"}, {"bytes", 1u << 30}, {"seconds", 0.25e-3}, {"bytes_per_s", 4.2e12}}));
   const Calibration back = parse_calibration(json.dump(2), "c.json");
   Encoding int4;
   int4.kind = EncodingKind::kInt4Group;

@@ -21,13 +21,14 @@ enum class ValueKind { kFraction, kBandwidth, kDuration };
 struct HardwareKey {
   const char* section;
   const char* key;
-  std::optional<double> MeasuredHardware::* field;
+  std::optional<double> MeasuredHardware::*field;
   ValueKind kind;
 };
 
 constexpr HardwareKey kHardwareKeys[] = {
     {"gpu", "prefill_mfu", &MeasuredHardware::prefill_mfu, ValueKind::kFraction},
-    {"gpu", "memory_bandwidth_efficiency", &MeasuredHardware::memory_bandwidth_efficiency, ValueKind::kFraction},
+    {"gpu", "memory_bandwidth_efficiency", &MeasuredHardware::memory_bandwidth_efficiency,
+     ValueKind::kFraction},
     {"pcie", "h2d_bandwidth", &MeasuredHardware::pcie_h2d_bandwidth, ValueKind::kBandwidth},
     {"pcie", "d2h_bandwidth", &MeasuredHardware::pcie_d2h_bandwidth, ValueKind::kBandwidth},
     {"pcie", "h2d_latency", &MeasuredHardware::pcie_h2d_latency, ValueKind::kDuration},
@@ -79,11 +80,13 @@ void expect_object(const json& value, const std::vector<std::string>& keys) {
   if (!value.is_object()) fail(keys, "expected an object, got " + std::string(value.type_name()));
 }
 
-void allow_keys(const json& object, const std::vector<std::string>& keys, const std::vector<std::string>& known) {
+void allow_keys(const json& object, const std::vector<std::string>& keys,
+                const std::vector<std::string>& known) {
   for (const auto& [key, value] : object.items()) {
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;
     std::string hint = closest_match(key, known);
-    fail(child_keys(keys, key), "unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+    fail(child_keys(keys, key),
+         "unknown key '" + key + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
   }
 }
 
@@ -130,7 +133,8 @@ MeasuredHardware read_hardware(const json& hardware) {
     for (const HardwareKey& k : kHardwareKeys) {
       if (k.section != std::string_view(section)) continue;
       known.push_back(k.key);
-      if (values.contains(k.key)) measured.*k.field = read_value(values.at(k.key), child_keys(keys, k.key), k.kind);
+      if (values.contains(k.key))
+        measured.*k.field = read_value(values.at(k.key), child_keys(keys, k.key), k.kind);
     }
     if (section == std::string_view("pcie")) known.push_back(kSharedPcieLatency);
     allow_keys(values, keys, known);
@@ -170,7 +174,8 @@ std::optional<Encoding> kernel_encoding(const std::string& name) {
   if (name == "turboquant4") encoding = of_kind(EncodingKind::kTurboQuant4);
   const std::string int4 = "int4_g";
   const std::string digits = name.starts_with(int4) ? name.substr(int4.size()) : "";
-  if (!digits.empty() && digits.size() <= 4 && std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+  if (!digits.empty() && digits.size() <= 4 &&
+      std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
     encoding = int4_group(std::stoi(digits));
   }
   if (encoding && kernel_encoding_name(*encoding) != name) return std::nullopt;  // "int4_g032", "int4_g0"
@@ -192,7 +197,8 @@ KernelRates read_kernels(const json& kernels) {
   for (const auto& [key, value] : kernels.items()) {
     if (!value.is_number() || !(value.get<double>() > 0))
       fail({"kernels", key}, "expected a positive rate in bytes per second");
-    if (!key.ends_with(kBytesPerS)) fail({"kernels", key}, "expected a key ending in " + std::string(kBytesPerS));
+    if (!key.ends_with(kBytesPerS))
+      fail({"kernels", key}, "expected a key ending in " + std::string(kBytesPerS));
     add_kernel_rate(rates, key.substr(0, key.size() - std::string(kBytesPerS).size()), value.get<double>());
   }
   return rates;
@@ -222,7 +228,8 @@ std::string line_and_column(const std::string& text, size_t byte) {
 }
 
 // JSON is YAML, so the config reader finds the line and column of the key path.
-[[noreturn]] void fail_located(const std::string& text, const std::string& name, const CalibrationKeyError& error) {
+[[noreturn]] void fail_located(const std::string& text, const std::string& name,
+                               const CalibrationKeyError& error) {
   std::optional<ConfigNode> node;
   try {
     node = ConfigNode::load_string(text, name);
@@ -245,12 +252,15 @@ std::string joined(const std::vector<std::string>& keys) {
 }  // namespace
 
 CalibrationKeyError::CalibrationKeyError(std::vector<std::string> keys, const std::string& detail)
-    : ConfigError(keys.empty() ? detail : joined(keys) + ": " + detail), keys_(std::move(keys)), detail_(detail) {}
+    : ConfigError(keys.empty() ? detail : joined(keys) + ": " + detail),
+      keys_(std::move(keys)),
+      detail_(detail) {}
 
 void to_json(json& out, const Calibration& calibration) {
   json hardware = json::object();
   for (const HardwareKey& k : kHardwareKeys) {
-    if (const auto& value = calibration.hardware.*k.field) hardware[k.section][k.key] = value_json(*value, k.kind);
+    if (const auto& value = calibration.hardware.*k.field)
+      hardware[k.section][k.key] = value_json(*value, k.kind);
   }
   out = {{"tool", calibration.tool},
          {"command", calibration.command},
@@ -263,7 +273,8 @@ void to_json(json& out, const Calibration& calibration) {
 
 void from_json(const json& in, Calibration& calibration) {
   expect_object(in, {});
-  allow_keys(in, {}, {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "measurements"});
+  allow_keys(in, {},
+             {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "measurements"});
   calibration.tool = optional_string(in, "tool");
   calibration.command = optional_string(in, "command");
   calibration.device = optional_string(in, "device");
@@ -285,8 +296,8 @@ Calibration parse_calibration(const std::string& text, const std::string& name) 
   } catch (const json::parse_error& e) {
     std::string what = e.what();
     size_t detail = what.find(": ");
-    throw ConfigError(name + ":" + line_and_column(text, e.byte) + ": invalid JSON: " +
-                      (detail == std::string::npos ? what : what.substr(detail + 2)));
+    throw ConfigError(name + ":" + line_and_column(text, e.byte) +
+                      ": invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
   }
   try {
     return parsed.get<Calibration>();
@@ -318,8 +329,10 @@ void add_kernel_rate(KernelRates& kernels, const std::string& kernel, double byt
   }
   const std::string key = kernel + kBytesPerS;
   const std::string hint = closest_match(key, example_kernel_keys());
-  fail({"kernels", key}, "unknown kernel '" + kernel + "': expected gather, scatter, quantize_<encoding> or "
-                         "dequantize_<encoding>" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  fail({"kernels", key}, "unknown kernel '" + kernel +
+                             "': expected gather, scatter, quantize_<encoding> or "
+                             "dequantize_<encoding>" +
+                             (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
 std::optional<std::string> kernel_encoding_name(const Encoding& encoding) {
@@ -387,7 +400,8 @@ std::optional<double> layout_conversion_bytes_per_s(const Calibration& calibrati
     const Encoding& source = encoding_of_layer(from, layer);
     const Encoding& target = encoding_of_layer(to, layer);
     if (same_format(source, target)) continue;
-    for (auto [encoding, conversion] : {std::pair{source, Conversion::kDequantize}, {target, Conversion::kQuantize}}) {
+    for (auto [encoding, conversion] :
+         {std::pair{source, Conversion::kDequantize}, {target, Conversion::kQuantize}}) {
       if (encoding.kind == EncodingKind::kBf16) continue;
       std::optional<double> rate = conversion_rate(calibration, conversion, encoding);
       if (!rate) return std::nullopt;

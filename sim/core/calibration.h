@@ -76,7 +76,9 @@ void add_kernel_rate(KernelRates& kernels, const std::string& kernel, double byt
 class CalibrationKeyError : public ConfigError {
  public:
   CalibrationKeyError(std::vector<std::string> keys, const std::string& detail);
-  const std::vector<std::string>& keys() const { return keys_; }  // to the offending value, or the missing key
+  const std::vector<std::string>& keys() const {
+    return keys_;
+  }  // to the offending value, or the missing key
   const std::string& detail() const { return detail_; }
 
  private:

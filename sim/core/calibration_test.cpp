@@ -171,21 +171,19 @@ TEST(Calibration, RoundTripsThroughJsonWithHardwareValuesToTheirPrintedDigits) {
 
 TEST(Calibration, WritesTheKeysOfTheHardwareFileAndOfTheKernels) {
   const nlohmann::json json = full_calibration();
-  EXPECT_EQ(json["hardware"]["pcie"],
-            nlohmann::json({{"h2d_bandwidth", "55.30GB/s"},
-                            {"d2h_bandwidth", "55.31GB/s"},
-                            {"h2d_latency", "2.59us"},
-                            {"d2h_latency", "1.89us"}}));
+  EXPECT_EQ(json["hardware"]["pcie"], nlohmann::json({{"h2d_bandwidth", "55.30GB/s"},
+                                                      {"d2h_bandwidth", "55.31GB/s"},
+                                                      {"h2d_latency", "2.59us"},
+                                                      {"d2h_latency", "1.89us"}}));
   EXPECT_EQ(json["hardware"]["nvme"]["latency"], "31.50us");
   EXPECT_EQ(json["hardware"]["gpu"]["prefill_mfu"], 0.74);
-  EXPECT_EQ(json["kernels"],
-            nlohmann::json({{"gather_bytes_per_s", 1.97e12},
-                            {"scatter_bytes_per_s", 1.93e12},
-                            {"quantize_turboquant4_bytes_per_s", 2.73e12},
-                            {"dequantize_turboquant4_bytes_per_s", 2.40e12},
-                            {"quantize_int4_g32_bytes_per_s", 2.87e12},
-                            {"dequantize_int4_g128_bytes_per_s", 2.61e12},
-                            {"quantize_fp8_bytes_per_s", 3.1e12}}));
+  EXPECT_EQ(json["kernels"], nlohmann::json({{"gather_bytes_per_s", 1.97e12},
+                                             {"scatter_bytes_per_s", 1.93e12},
+                                             {"quantize_turboquant4_bytes_per_s", 2.73e12},
+                                             {"dequantize_turboquant4_bytes_per_s", 2.40e12},
+                                             {"quantize_int4_g32_bytes_per_s", 2.87e12},
+                                             {"dequantize_int4_g128_bytes_per_s", 2.61e12},
+                                             {"quantize_fp8_bytes_per_s", 3.1e12}}));
 }
 
 TEST(Calibration, LeavesUnmeasuredSectionsOut) {
@@ -211,9 +209,11 @@ TEST(Calibration, MissingHardwareIsLocated) {
 }
 
 TEST(Calibration, IllTypedValuesNameFileLineColumnAndKeyPath) {
-  const std::string bandwidth_as_number = "{\n  \"hardware\": {\n    \"pcie\": {\"h2d_bandwidth\": 55e9}\n  }\n}\n";
-  EXPECT_EQ(error_of([&] { parse_calibration(bandwidth_as_number, "c.json"); }),
-            "c.json:3:31: hardware.pcie.h2d_bandwidth: expected a bandwidth such as 55GB/s or 4.8TB/s, got number");
+  const std::string bandwidth_as_number =
+      "{\n  \"hardware\": {\n    \"pcie\": {\"h2d_bandwidth\": 55e9}\n  }\n}\n";
+  EXPECT_EQ(
+      error_of([&] { parse_calibration(bandwidth_as_number, "c.json"); }),
+      "c.json:3:31: hardware.pcie.h2d_bandwidth: expected a bandwidth such as 55GB/s or 4.8TB/s, got number");
   const std::string fraction_too_big = "{\"hardware\": {\"gpu\": {\"prefill_mfu\": 1.2}}}";
   EXPECT_EQ(error_of([&] { parse_calibration(fraction_too_big, "c.json"); }),
             "c.json:1:38: hardware.gpu.prefill_mfu: expected a fraction in (0, 1]");
@@ -225,12 +225,16 @@ TEST(Calibration, IllTypedValuesNameFileLineColumnAndKeyPath) {
 }
 
 TEST(Calibration, UnknownKeysSuggestTheClosestKnownOne) {
-  EXPECT_EQ(error_of([] { parse_calibration("{\"hardware\": {\"pcie\": {\"h2d_bandwith\": \"5GB/s\"}}}", "c.json"); }),
-            "c.json:1:40: hardware.pcie.h2d_bandwith: unknown key 'h2d_bandwith' (did you mean 'h2d_bandwidth'?)");
+  EXPECT_EQ(
+      error_of(
+          [] { parse_calibration("{\"hardware\": {\"pcie\": {\"h2d_bandwith\": \"5GB/s\"}}}", "c.json"); }),
+      "c.json:1:40: hardware.pcie.h2d_bandwith: unknown key 'h2d_bandwith' (did you mean 'h2d_bandwidth'?)");
   std::string message = error_of([] {
-    parse_calibration("{\"hardware\": {}, \"kernels\": {\"quantize_int4_g032_bytes_per_s\": 1e12}}", "c.json");
+    parse_calibration("{\"hardware\": {}, \"kernels\": {\"quantize_int4_g032_bytes_per_s\": 1e12}}",
+                      "c.json");
   });
-  EXPECT_EQ(message.rfind("c.json:1:64: kernels.quantize_int4_g032_bytes_per_s: unknown kernel", 0), 0u) << message;
+  EXPECT_EQ(message.rfind("c.json:1:64: kernels.quantize_int4_g032_bytes_per_s: unknown kernel", 0), 0u)
+      << message;
   EXPECT_NE(message.find("did you mean 'quantize_int4_g32_bytes_per_s'"), std::string::npos) << message;
 }
 
@@ -278,13 +282,15 @@ TEST(Calibration, LayoutConversionChargesTheMeasuredKernelOnTheLayersThatDiffer)
   const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
   const KvLayout bf16 = resolve_kv_layout(model, "bf16");
   const KvLayout turboquant = resolve_kv_layout(model, "turboquant4");
-  const Calibration c = with_conversions({{turboquant4(), Conversion::kDequantize, 2.4e12},
-                                          {turboquant4(), Conversion::kQuantize, 2.7e12}});
+  const Calibration c = with_conversions(
+      {{turboquant4(), Conversion::kDequantize, 2.4e12}, {turboquant4(), Conversion::kQuantize, 2.7e12}});
   // Bytes read plus written per token: 4 x 4,096 + 28 x 1,088 + 32 x 4,096 = 177,920; kernel time per
   // token: 28 layers x 4,096 bf16 bytes / rate.
   const double both_layouts = 177920;
-  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, turboquant, bf16), both_layouts / (28 * 4096 / 2.4e12));
-  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, bf16, turboquant), both_layouts / (28 * 4096 / 2.7e12));
+  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, turboquant, bf16),
+                   both_layouts / (28 * 4096 / 2.4e12));
+  EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, bf16, turboquant),
+                   both_layouts / (28 * 4096 / 2.7e12));
   EXPECT_EQ(layout_conversion_bytes_per_s(c, model, bf16, bf16), std::numeric_limits<double>::infinity());
   EXPECT_EQ(layout_conversion_bytes_per_s(c, model, bf16, resolve_kv_layout(model, "int4")), std::nullopt)
       << "int4 was not measured: no rate, the TurboQuant one is not borrowed";
@@ -294,8 +300,8 @@ TEST(Calibration, ConvertingBetweenTwoQuantizedLayoutsDequantizesThenQuantizes) 
   const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
   const KvLayout int4 = resolve_kv_layout(model, "int4");  // 2 x 8 x (64 + 4 x 4) = 1,280 B per layer
   const KvLayout turboquant_all = resolve_kv_layout(model, "turboquant4-all");
-  const Calibration c = with_conversions({{int4_g(32), Conversion::kDequantize, 2.0e12},
-                                          {turboquant4(), Conversion::kQuantize, 4.0e12}});
+  const Calibration c = with_conversions(
+      {{int4_g(32), Conversion::kDequantize, 2.0e12}, {turboquant4(), Conversion::kQuantize, 4.0e12}});
   const double seconds_per_token = 32 * 4096 / 2.0e12 + 32 * 4096 / 4.0e12;
   EXPECT_DOUBLE_EQ(*layout_conversion_bytes_per_s(c, model, int4, turboquant_all),
                    32 * (1280 + 1088) / seconds_per_token);
