@@ -51,8 +51,10 @@ __device__ inline bool block_work(const AttentionParams& p, int tile, BlockWork&
 
 #if defined(KVTIER_GPU_CUDA)
 
-constexpr int kWarps = kAttentionRows / 16;
-constexpr int kThreads = kWarps * 32;
+// Threads of a block of kRows query rows: a warp per 16 rows.
+template <int kRows>
+constexpr int kThreadsFor = kRows / 16 * 32;
+constexpr int kStages = 3;  // K/V tiles in shared memory: one computed on, two in flight
 
 __device__ inline uint32_t shared_address(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -61,10 +63,10 @@ __device__ inline uint32_t shared_address(const void* p) {
 __device__ inline void copy_async_16(uint32_t dst, const void* src, bool valid) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(valid ? 16 : 0));
 }
-__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ inline void copy_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int kPending>
 __device__ inline void copy_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 __device__ inline void load_matrix_x4(uint32_t (&r)[4], uint32_t address) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
@@ -76,9 +78,10 @@ __device__ inline void load_matrix_x4_transposed(uint32_t (&r)[4], uint32_t addr
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
                : "r"(address));
 }
-// c += a (16x16, row-major) * b (16x8, column-major), bf16 in, fp32 accumulate.
+// c += a (16x16, row-major) * b (16x8, column-major), bf16 in, fp32 accumulate. Not volatile: registers
+// in, registers out, so the compiler may interleave it with the next fragment loads.
 __device__ inline void mma_bf16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-  asm volatile(
+  asm(
       "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
       "{%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
@@ -99,34 +102,47 @@ __device__ inline int swizzled(int row, int chunk) {
   return row * D + ((chunk ^ (row & 7)) << 3);
 }
 
-// Copies keys [n0, n0 + 64) of K (k_or_v 0) or V (1) into `tile`, zero-filling keys at or past key_stop.
-template <int D>
-__device__ inline void load_kv_tile(const AttentionParams& p, const BlockWork& w, int kv_head, int n0, int k_or_v,
-                                    uint16_t* tile) {
-  constexpr int kChunks = D / 8, kRowsPerPass = kThreads / kChunks;
-  const int chunk = static_cast<int>(threadIdx.x) % kChunks;
-  const int* pages = p.batch.block_table + int64_t{w.seq} * p.batch.block_table_stride;
-  const uint16_t* head_base = p.kv.pool + p.kv.k_offset + k_or_v * p.kv.v_offset + kv_head * p.kv.head_stride;
+// Rows of a K/V tile each thread copies (one 16-byte chunk per row and pass).
+template <int D, int kRows>
+constexpr int kKvPasses = kAttentionKeys / (kThreadsFor<kRows> / (D / 8));
+
+// The pages holding this thread's rows of the tile at keys [n0, n0 + 64); -1 at or past key_stop. Fetched a
+// tile before the copy that uses them, so that the block-table read is off the copy's critical path.
+template <int D, int kRows>
+__device__ inline void fetch_tile_pages(const AttentionParams& p, const BlockWork& w, int n0, int (&pages)[kKvPasses<D, kRows>]) {
+  constexpr int kChunks = D / 8, kRowsPerPass = kThreadsFor<kRows> / kChunks;
+  const int* table = p.batch.block_table + int64_t{w.seq} * p.batch.block_table_stride;
 #pragma unroll
-  for (int pass = 0; pass < kAttentionKeys / kRowsPerPass; ++pass) {
-    const int row = static_cast<int>(threadIdx.x) / kChunks + pass * kRowsPerPass;
-    const int key = n0 + row;
-    const bool valid = key < w.key_stop;
-    const uint16_t* src = p.kv.pool;
-    if (valid) {
-      const int page = pages[key / p.kv.block_tokens];
-      src = head_base + page * p.kv.page_stride + (key % p.kv.block_tokens) * D + chunk * 8;
-    }
-    copy_async_16(shared_address(tile + swizzled<D>(row, chunk)), src, valid);
+  for (int pass = 0; pass < kKvPasses<D, kRows>; ++pass) {
+    const int key = n0 + static_cast<int>(threadIdx.x) / kChunks + pass * kRowsPerPass;
+    pages[pass] = key < w.key_stop ? table[key / p.kv.block_tokens] : -1;
   }
 }
 
-template <int D>
+// Copies K and V of keys [n0, n0 + 64) from `pages` into one pipeline stage, zero-filling missing keys.
+template <int D, int kRows>
+__device__ inline void load_kv_tile(const AttentionParams& p, int kv_head, int n0, const int (&pages)[kKvPasses<D, kRows>],
+                                    uint16_t* k_stage, uint16_t* v_stage) {
+  constexpr int kChunks = D / 8, kRowsPerPass = kThreadsFor<kRows> / kChunks;
+  const int chunk = static_cast<int>(threadIdx.x) % kChunks;
+  const uint16_t* head_base = p.kv.pool + p.kv.k_offset + kv_head * p.kv.head_stride + chunk * 8;
+#pragma unroll
+  for (int pass = 0; pass < kKvPasses<D, kRows>; ++pass) {
+    const int row = static_cast<int>(threadIdx.x) / kChunks + pass * kRowsPerPass;
+    const bool valid = pages[pass] >= 0;
+    const uint16_t* k = valid ? head_base + pages[pass] * p.kv.page_stride + ((n0 + row) % p.kv.block_tokens) * D
+                              : p.kv.pool;
+    copy_async_16(shared_address(k_stage + swizzled<D>(row, chunk)), k, valid);
+    copy_async_16(shared_address(v_stage + swizzled<D>(row, chunk)), valid ? k + p.kv.v_offset : k, valid);
+  }
+}
+
+template <int D, int kRows>
 __device__ inline void load_query_tile(const AttentionParams& p, const BlockWork& w, int kv_head, uint16_t* tile) {
-  constexpr int kChunks = D / 8, kRowsPerPass = kThreads / kChunks;
+  constexpr int kChunks = D / 8, kRowsPerPass = kThreadsFor<kRows> / kChunks;
   const int chunk = static_cast<int>(threadIdx.x) % kChunks;
 #pragma unroll
-  for (int pass = 0; pass < kAttentionRows / kRowsPerPass; ++pass) {
+  for (int pass = 0; pass < kRows / kRowsPerPass; ++pass) {
     const int row = static_cast<int>(threadIdx.x) / kChunks + pass * kRowsPerPass;
     const int token = row / p.ratio;
     const bool valid = token < w.tile_tokens && row < p.tokens_per_tile * p.ratio;
@@ -139,12 +155,12 @@ __device__ inline void load_query_tile(const AttentionParams& p, const BlockWork
   }
 }
 
-template <int D>
-__global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionParams p) {
+template <int D, int kRows>
+__global__ void __launch_bounds__(kThreadsFor<kRows>, 128 / kRows) paged_attention_mma(AttentionParams p) {
   extern __shared__ __align__(128) uint16_t shared[];
   uint16_t* q_tile = shared;
-  uint16_t* k_tiles = q_tile + kAttentionRows * D;       // 2 stages
-  uint16_t* v_tiles = k_tiles + 2 * kAttentionKeys * D;  // 2 stages
+  uint16_t* k_tiles = q_tile + kRows * D;        // kStages stages
+  uint16_t* v_tiles = k_tiles + kStages * kAttentionKeys * D;  // kStages stages
   const int kv_head = static_cast<int>(blockIdx.x);
   BlockWork w;
   if (!block_work(p, p.query_tiles - 1 - static_cast<int>(blockIdx.y), w)) return;
@@ -166,14 +182,23 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
   float o[D / 8][4] = {};
   float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0, 0};
   const bool has_keys = w.key_begin < w.key_stop;
+  const int tiles = has_keys ? (w.key_stop - w.key_begin + kAttentionKeys - 1) / kAttentionKeys : 0;
+  // Pipeline: tile j sits in stage j % kStages; groups committed in order Q, tile 0, tile 1, ...
+  int pages_ahead[kKvPasses<D, kRows>];
   if (has_keys) {
-    load_query_tile<D>(p, w, kv_head, q_tile);
+    load_query_tile<D, kRows>(p, w, kv_head, q_tile);
     copy_async_commit();
-    load_kv_tile<D>(p, w, kv_head, w.key_begin, 0, k_tiles);
-    copy_async_commit();
-    load_kv_tile<D>(p, w, kv_head, w.key_begin, 1, v_tiles);
-    copy_async_commit();
-    copy_async_wait<2>();
+#pragma unroll
+    for (int j = 0; j < kStages - 1; ++j) {
+      if (j < tiles) {
+        fetch_tile_pages<D, kRows>(p, w, w.key_begin + j * kAttentionKeys, pages_ahead);
+        load_kv_tile<D, kRows>(p, kv_head, w.key_begin + j * kAttentionKeys, pages_ahead, k_tiles + j * kAttentionKeys * D,
+                        v_tiles + j * kAttentionKeys * D);
+      }
+      copy_async_commit();
+    }
+    if (kStages - 1 < tiles) fetch_tile_pages<D, kRows>(p, w, w.key_begin + (kStages - 1) * kAttentionKeys, pages_ahead);
+    copy_async_wait<kStages - 1>();  // Q has landed
     __syncthreads();
   }
   uint32_t qf[D / 16][4];
@@ -184,13 +209,20 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
     }
   }
   const float scale_log2 = p.scale * 1.4426950408889634f;
-  const int tiles = has_keys ? (w.key_stop - w.key_begin + kAttentionKeys - 1) / kAttentionKeys : 0;
   for (int j = 0; j < tiles; ++j) {
     const int n0 = w.key_begin + j * kAttentionKeys;
-    const uint16_t* k_tile = k_tiles + (j % 2) * kAttentionKeys * D;
-    const uint16_t* v_tile = v_tiles + (j % 2) * kAttentionKeys * D;
-    copy_async_wait<1>();  // K_j has landed (V_j may be in flight)
+    const uint16_t* k_tile = k_tiles + (j % kStages) * kAttentionKeys * D;
+    const uint16_t* v_tile = v_tiles + (j % kStages) * kAttentionKeys * D;
+    copy_async_wait<kStages - 2>();  // tile j has landed (later tiles may be in flight)
+    // Every warp is done with tile j - 1, whose stage the load below overwrites.
     __syncthreads();
+    const int ahead = j + kStages - 1;
+    if (ahead < tiles) {
+      load_kv_tile<D, kRows>(p, kv_head, w.key_begin + ahead * kAttentionKeys, pages_ahead,
+                      k_tiles + (ahead % kStages) * kAttentionKeys * D, v_tiles + (ahead % kStages) * kAttentionKeys * D);
+    }
+    copy_async_commit();
+    if (ahead + 1 < tiles) fetch_tile_pages<D, kRows>(p, w, w.key_begin + (ahead + 1) * kAttentionKeys, pages_ahead);
     float s[kAttentionKeys / 8][4] = {};
     if (warp_active) {
 #pragma unroll
@@ -206,8 +238,6 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
         }
       }
     }
-    if (j + 1 < tiles) load_kv_tile<D>(p, w, kv_head, n0 + kAttentionKeys, 0, k_tiles + ((j + 1) % 2) * kAttentionKeys * D);
-    copy_async_commit();
     uint32_t pf[kAttentionKeys / 16][4];
     if (warp_active) {
       const bool needs_mask = n0 + kAttentionKeys > min(key_limit[0], key_limit[1]);
@@ -254,8 +284,6 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
         pf[kk][3] = gpu::pack_bf16x2_rn(s[2 * kk + 1][2], s[2 * kk + 1][3]);
       }
     }
-    copy_async_wait<1>();  // V_j has landed (K_{j+1} may be in flight)
-    __syncthreads();
     if (warp_active) {
 #pragma unroll
       for (int kk = 0; kk < kAttentionKeys / 16; ++kk) {
@@ -270,8 +298,6 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
         }
       }
     }
-    if (j + 1 < tiles) load_kv_tile<D>(p, w, kv_head, n0 + kAttentionKeys, 1, v_tiles + ((j + 1) % 2) * kAttentionKeys * D);
-    copy_async_commit();
   }
   copy_async_wait<0>();
   if (!warp_active) return;
@@ -307,17 +333,17 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_mma(AttentionPara
   }
 }
 
-template <int D>
+template <int D, int kRows>
 void launch_attention(const AttentionParams& params, gpuStream_t stream) {
-  constexpr int shared_bytes = (kAttentionRows + 4 * kAttentionKeys) * D * 2;
+  constexpr int shared_bytes = (kRows + 2 * kStages * kAttentionKeys) * D * 2;
   static const bool configured = [] {
-    KVTIER_GPU_CHECK(gpuFuncSetAttribute(reinterpret_cast<const void*>(&paged_attention_mma<D>),
+    KVTIER_GPU_CHECK(gpuFuncSetAttribute(reinterpret_cast<const void*>(&paged_attention_mma<D, kRows>),
                                          gpuFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
     return true;
   }();
   (void)configured;
   const dim3 grid(params.kv.kv_heads, params.query_tiles, params.batch.sequences * params.splits);
-  paged_attention_mma<D><<<grid, kThreads, shared_bytes, stream>>>(params);
+  paged_attention_mma<D, kRows><<<grid, kThreadsFor<kRows>, shared_bytes, stream>>>(params);
   KVTIER_GPU_CHECK_LAUNCH("paged_attention_mma");
 }
 
@@ -390,7 +416,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_portable(AttentionPa
   }
 }
 
-template <int D>
+template <int D, int kRows>
 void launch_attention(const AttentionParams& params, gpuStream_t stream) {
   const dim3 grid(params.heads, params.query_tiles * params.tokens_per_tile, params.batch.sequences * params.splits);
   paged_attention_portable<D><<<grid, kThreads, 0, stream>>>(params);
@@ -421,7 +447,8 @@ __global__ void combine_splits(AttentionParams p, int d) {
 }  // namespace
 
 void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint16_t* q, uint16_t* out, int heads,
-                     float scale, int splits, float* workspace, gpuStream_t stream) {
+                     float scale, int splits, float* workspace, gpuStream_t stream, int rows) {
+  if (rows != 64 && rows != 128) throw std::invalid_argument("paged_attention: rows must be 64 or 128");
   if (kv.head_dim != 64 && kv.head_dim != 128) throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
   if (kv.kv_heads <= 0 || heads % kv.kv_heads != 0) throw std::invalid_argument("paged_attention: heads must be a multiple of kv_heads");
   if (splits < 1 || (splits > 1 && workspace == nullptr)) throw std::invalid_argument("paged_attention: splits > 1 needs a workspace");
@@ -436,14 +463,14 @@ void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint1
                                             : workspace + int64_t{splits} * batch.total_new_tokens * heads * kv.head_dim;
   params.heads = heads;
   params.ratio = heads / kv.kv_heads;
-  params.tokens_per_tile = attention_tokens_per_tile(params.ratio);
-  params.query_tiles = attention_query_tiles(batch.max_new_tokens, params.ratio);
+  params.tokens_per_tile = attention_tokens_per_tile(params.ratio, rows);
+  params.query_tiles = attention_query_tiles(batch.max_new_tokens, params.ratio, rows);
   params.splits = splits;
   params.scale = scale;
   if (kv.head_dim == 64) {
-    launch_attention<64>(params, stream);
+    rows == 64 ? launch_attention<64, 64>(params, stream) : launch_attention<64, 128>(params, stream);
   } else {
-    launch_attention<128>(params, stream);
+    rows == 64 ? launch_attention<128, 64>(params, stream) : launch_attention<128, 128>(params, stream);
   }
   if (splits > 1) {
     combine_splits<<<batch.total_new_tokens * heads, 128, 0, stream>>>(params, kv.head_dim);

@@ -15,22 +15,22 @@
 
 namespace kvtier::hw {
 
-inline constexpr int kAttentionRows = 128;  // query rows of a block (8 warps of 16)
+inline constexpr int kAttentionRows = 128;  // query rows of a block by default (8 warps of 16); 64 also built
 inline constexpr int kAttentionKeys = 64;   // keys of one K/V tile
 inline constexpr int kAttentionMaxSplits = 64;
 
-inline int attention_tokens_per_tile(int gqa_ratio) { return std::max(1, kAttentionRows / gqa_ratio); }
+inline int attention_tokens_per_tile(int gqa_ratio, int rows = kAttentionRows) { return std::max(1, rows / gqa_ratio); }
 
-inline int attention_query_tiles(int max_new_tokens, int gqa_ratio) {
-  const int per_tile = attention_tokens_per_tile(gqa_ratio);
+inline int attention_query_tiles(int max_new_tokens, int gqa_ratio, int rows = kAttentionRows) {
+  const int per_tile = attention_tokens_per_tile(gqa_ratio, rows);
   return (max_new_tokens + per_tile - 1) / per_tile;
 }
 
 // Key ranges per sequence: 1 when the unsplit grid already gives every multiprocessor two blocks, else
 // enough to do so, but no range shorter than four key tiles.
 inline int attention_splits(int sequences, int max_new_tokens, int max_total_tokens, int kv_heads,
-                            int gqa_ratio, int multiprocessors) {
-  const int64_t blocks = int64_t{attention_query_tiles(max_new_tokens, gqa_ratio)} * kv_heads * sequences;
+                            int gqa_ratio, int multiprocessors, int rows = kAttentionRows) {
+  const int64_t blocks = int64_t{attention_query_tiles(max_new_tokens, gqa_ratio, rows)} * kv_heads * sequences;
   if (blocks >= 2 * int64_t{multiprocessors}) return 1;
   const int64_t wanted = (2 * int64_t{multiprocessors} + blocks - 1) / blocks;
   const int64_t longest = std::max<int64_t>(1, max_total_tokens / (4 * kAttentionKeys));

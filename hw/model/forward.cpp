@@ -134,7 +134,7 @@ void TransformerForward::step(std::span<const HostSequence> sequences, std::span
   const TransformerShape& s = config_.shape;
   const int t = batch_.total_new_tokens;
   int splits = attention_splits(batch_.sequences, batch_.max_new_tokens, batch_.max_total_tokens, s.kv_heads,
-                                s.gqa_ratio(), multiprocessors_);
+                                s.gqa_ratio(), multiprocessors_, config_.attention_rows);
   while (splits > 1 && attention_workspace_floats(t, s.heads, s.head_dim, splits) > kAttentionWorkspaceFloats) --splits;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
 
@@ -146,7 +146,7 @@ void TransformerForward::step(std::span<const HostSequence> sequences, std::span
     gemm_.linear(normed_.data(), w.qkv, qkv_.data(), t, s.hidden, s.qkv_width(), false);
     rope_and_cache(qkv_.data(), batch_, s, kv, q_.data(), stream_);
     paged_attention(batch_, kv, q_.data(), attention_.data(), s.heads, scale, splits, attention_workspace_.data(),
-                    stream_);
+                    stream_, config_.attention_rows);
     gemm_.linear(attention_.data(), w.out, residual_.data(), t, s.q_width(), s.hidden, true);
     rmsnorm(residual_.data(), w.mlp_norm, normed_.data(), t, s.hidden, s.rms_eps, nullptr, stream_);
     gemm_.linear(normed_.data(), w.gate_up, gate_up_.data(), t, s.hidden, 2 * s.intermediate, false);

@@ -22,6 +22,7 @@
 #include <span>
 #include <vector>
 
+#include "attention_plan.h"
 #include "gemm.h"
 #include "gpu/device_buffer.h"
 #include "model_reference.h"
@@ -38,6 +39,7 @@ struct ForwardConfig {
   int max_sequences = 1;
   int max_pages_per_sequence = 0;
   GemmBackend gemm = GemmBackend::kBlasLt;
+  int attention_rows = kAttentionRows;  // query rows of an attention block (attention.h)
   uint64_t seed = 1;
 };
 

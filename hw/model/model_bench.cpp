@@ -69,9 +69,9 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
     };
     const double ms = median_ms(repeats, length <= 16384, prefill);
     const double flops = linear_flops(shape, length, 1) + shape.layers * attention_flops(shape, length, 0);
-    rows.push_back({{"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
+    rows.push_back({{"attention_rows", forward.config().attention_rows}, {"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
                     {"model_tflops", flops / (ms / 1e3) / 1e12}});
-    std::printf("prefill %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n", length, step_tokens, ms,
+    std::printf("prefill (%3d rows) %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n", forward.config().attention_rows, length, step_tokens, ms,
                 length / (ms / 1e3), flops / (ms / 1e3) / 1e12);
     std::fflush(stdout);
   }
@@ -80,7 +80,8 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
 
 // Attention of one layer over the forward pass's pool: prefill (new = length, no context) and decode.
 json bench_attention(TransformerForward& forward, const std::vector<int>& lengths, int repeats, int multiprocessors) {
-  json rows = json::array();
+  const int rows = forward.config().attention_rows;
+  json results = json::array();
   const TransformerShape& shape = forward.config().shape;
   const int block = forward.config().block_tokens;
   const int longest = *std::max_element(lengths.begin(), lengths.end());
@@ -99,7 +100,7 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
     ints.upload(host.data(), host.size());
     StepBatch batch{1, ints.data(), ints.data() + 2, ints.data() + 3, pages, length, length, length};
     const double ms = median_ms(repeats, true, [&] {
-      paged_attention(batch, kv, q.data(), out.data(), shape.heads, scale, 1, nullptr, nullptr);
+      paged_attention(batch, kv, q.data(), out.data(), shape.heads, scale, 1, nullptr, nullptr, rows);
     });
     const double tflops = attention_flops(shape, length, 0) / (ms / 1e3) / 1e12;
     // Decode: one new token after length - 1 cached ones.
@@ -107,18 +108,18 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
     host[2] = length - 1;
     ints.upload(host.data(), host.size());
     StepBatch decode{1, ints.data(), ints.data() + 2, ints.data() + 3, pages, 1, 1, length};
-    const int splits = attention_splits(1, 1, length, shape.kv_heads, shape.gqa_ratio(), multiprocessors);
+    const int splits = attention_splits(1, 1, length, shape.kv_heads, shape.gqa_ratio(), multiprocessors, rows);
     const double decode_ms = median_ms(repeats * 5, true, [&] {
-      paged_attention(decode, kv, q.data(), out.data(), shape.heads, scale, splits, workspace.data(), nullptr);
+      paged_attention(decode, kv, q.data(), out.data(), shape.heads, scale, splits, workspace.data(), nullptr, rows);
     });
     const double kv_bytes = 2.0 * length * shape.kv_width() * 2;
-    rows.push_back({{"tokens", length}, {"prefill_ms", ms}, {"prefill_tflops", tflops}, {"decode_ms", decode_ms},
+    results.push_back({{"attention_rows", rows}, {"tokens", length}, {"prefill_ms", ms}, {"prefill_tflops", tflops}, {"decode_ms", decode_ms},
                     {"decode_splits", splits}, {"decode_kv_gb_per_s", kv_bytes / (decode_ms / 1e3) / 1e9}});
-    std::printf("attention %7d tokens: prefill %8.2f ms %6.1f TFLOP/s | decode %7.3f ms %6.0f GB/s (%d splits)\n",
-                length, ms, tflops, decode_ms, kv_bytes / (decode_ms / 1e3) / 1e9, splits);
+    std::printf("attention (%3d rows) %7d tokens: prefill %8.2f ms %6.1f TFLOP/s | decode %7.3f ms %6.0f GB/s (%d splits)\n",
+                rows, length, ms, tflops, decode_ms, kv_bytes / (decode_ms / 1e3) / 1e9, splits);
     std::fflush(stdout);
   }
-  return rows;
+  return results;
 }
 
 json bench_gemm(const TransformerShape& shape, int repeats) {
@@ -157,11 +158,15 @@ int run(int argc, char** argv) {
   int chunk = 0, repeats = 3, block_tokens = 16;
   std::string json_path, gemm_name = "blaslt";
   bool skip_prefill = false, skip_gemm = false;
+  std::vector<int> attention_rows = {kAttentionRows};
   app.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',');
   app.add_option("--chunk", chunk, "prefill chunk in tokens (0: the whole prompt in one step)");
   app.add_option("--repeats", repeats, "timed runs per measurement (median)");
   app.add_option("--block-tokens", block_tokens, "tokens per KV page");
   app.add_option("--gemm", gemm_name, "GEMM back end of the forward pass")->check(CLI::IsMember({"blas", "blaslt"}));
+  app.add_option("--attention-rows", attention_rows, "query rows of an attention block (64, 128); each is measured")
+      ->delimiter(',')
+      ->check(CLI::IsMember({64, 128}));
   app.add_option("--json", json_path, "write the results here");
   app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
   app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
@@ -182,10 +187,14 @@ int run(int argc, char** argv) {
                  {"model", "Llama-3.1-8B shape, random bf16 weights"},
                  {"block_tokens", block_tokens},
                  {"gemm_backend", gemm_name}};
-  {
+  result["attention"] = json::array();
+  result["prefill"] = json::array();
+  for (int rows : attention_rows) {
+    config.attention_rows = rows;
     TransformerForward forward(config, nullptr);
-    result["attention"] = bench_attention(forward, lengths, repeats, multiprocessors);
-    if (!skip_prefill) result["prefill"] = bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1));
+    for (json& row : bench_attention(forward, lengths, repeats, multiprocessors)) result["attention"].push_back(row);
+    if (skip_prefill) continue;
+    for (json& row : bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1))) result["prefill"].push_back(row);
   }
   if (!skip_gemm) result["gemm"] = bench_gemm(shape, repeats);
   if (!json_path.empty()) std::ofstream(json_path) << result.dump(2) << "\n";

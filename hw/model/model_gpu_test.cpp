@@ -121,24 +121,25 @@ TEST_P(PagedAttention, MatchesTheReferenceOnRaggedBatches) {
   auto pool_device = to_device(pool);
   auto q_device = to_device(q);
   const PagedKvLayer kv = paged_kv_layer(pool_device.data(), page_stride, geometry, layer);
-  for (int splits : {1, 3, 8}) {
+  for (auto [rows, splits] : {std::pair{128, 1}, {128, 3}, {128, 8}, {64, 1}, {64, 5}}) {
     DeviceBuffer<uint16_t> out(q.size());
     KVTIER_GPU_CHECK(gpuMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
     DeviceBuffer<float> workspace(
         static_cast<size_t>(std::max<int64_t>(1, attention_workspace_floats(tokens, heads, c.head_dim, splits))));
     paged_attention(batch.device, kv, q_device.data(), out.data(), heads, static_cast<float>(scale), splits,
-                    workspace.data(), nullptr);
+                    workspace.data(), nullptr, rows);
     const auto got = to_host(out, q.size());
     double worst = 0, error_squares = 0, reference_squares = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       const double value = bf16_to_float(got[i]);
-      ASSERT_TRUE(std::isfinite(value)) << "element " << i << " not written (splits " << splits << ")";
+      ASSERT_TRUE(std::isfinite(value)) << "element " << i << " not written (rows " << rows << ", splits " << splits
+                                        << ")";
       worst = std::max(worst, std::abs(value - expected[i]));
       error_squares += (value - expected[i]) * (value - expected[i]);
       reference_squares += expected[i] * expected[i];
     }
-    EXPECT_LT(worst, 1e-2) << "splits " << splits;
-    EXPECT_LT(std::sqrt(error_squares / reference_squares), 1e-2) << "splits " << splits;
+    EXPECT_LT(worst, 1e-2) << "rows " << rows << ", splits " << splits;
+    EXPECT_LT(std::sqrt(error_squares / reference_squares), 1e-2) << "rows " << rows << ", splits " << splits;
   }
 }
 
@@ -177,12 +178,15 @@ TEST_F(ModelGpu, RopeAndCacheMatchTheReference) {
     rope_and_cache_reference(qkv, batch.sequences, shape, q, pool, page_stride, geometry, layer);
     const auto got_q = to_host(q_device, q.size());
     const auto got_pool = to_host(pool_device, pool.size());
+    // The kernel's angle is a float product (pos * theta^(-2i/d), the power by exp2f): off by up to
+    // 320 * 1.4e-6 rad at these positions, so a rotated value may move by 1e-3 of an input of size 2 on top
+    // of its bf16 rounding, which matters where the rotation nearly cancels.
     for (size_t i = 0; i < q.size(); ++i) {
-      ASSERT_NEAR(bf16_to_float(got_q[i]), bf16_to_float(q[i]), bf16_step(bf16_to_float(q[i]))) << "q " << i;
+      ASSERT_NEAR(bf16_to_float(got_q[i]), bf16_to_float(q[i]), bf16_step(bf16_to_float(q[i])) + 1e-3) << "q " << i;
     }
-    // Every pool element: written K/V within a bf16 step (V exactly), everything else untouched.
+    // Every pool element: written K/V within that bound (V exactly), everything else untouched.
     for (size_t i = 0; i < pool.size(); ++i) {
-      ASSERT_NEAR(bf16_to_float(got_pool[i]), bf16_to_float(pool[i]), bf16_step(bf16_to_float(pool[i])))
+      ASSERT_NEAR(bf16_to_float(got_pool[i]), bf16_to_float(pool[i]), bf16_step(bf16_to_float(pool[i])) + 1e-3)
           << "pool element " << i << ", head_dim " << head_dim;
     }
   }
