@@ -12,6 +12,7 @@
 #include "embedded_files.h"
 #include "output.h"
 #include "trace_convert.h"
+#include "trace_input.h"
 #include "trace_reader.h"
 #include "trace_stats.h"
 
@@ -20,7 +21,8 @@ namespace {
 
 // Below this size `trace stats` follows every block for reuse times; above, a 1-in-64 sample keeps it
 // fast (a single hot id, such as a shared first block, weighs more in the exact count than in a sample).
-constexpr uintmax_t kExactReuseBytes = uintmax_t{32} << 20;
+// A pipe is looked into up to this size to decide.
+constexpr uint64_t kExactReuseBytes = uint64_t{32} << 20;
 
 struct ReadFlags {
   std::string trace_format = "auto";
@@ -165,7 +167,7 @@ void add_stats(CLI::App& trace) {
   CLI::App* command = trace.add_subcommand("stats",
                                            "Requests, lengths, unique blocks, best-case prefix hit rate, "
                                            "reuse times and context growth of a trace");
-  command->add_option("file", o->path, "Trace file (JSON lines)")->required();
+  command->add_option("file", o->path, "Trace file (JSON lines; - reads standard input)")->required();
   add_read_flags(*command, o->read);
   command->add_option("--reuse-sampling", o->reuse_sampling,
                       "Follow one block id in N for reuse times (a power of two; 1: every block; "
@@ -173,16 +175,16 @@ void add_stats(CLI::App& trace) {
   add_format_option(*command, o->format);
   command->callback([o] {
     TraceReadOptions options = read_options(o->path, o->read);
-    std::unique_ptr<RequestStream> stream = open_trace(o->path, options);
     TraceStatsOptions stats_options;
-    stats_options.reuse_sampling = o->reuse_sampling > 0 ? o->reuse_sampling
-                                   : std::filesystem::file_size(o->path) < kExactReuseBytes ? 1
-                                                                                            : 64;
+    stats_options.reuse_sampling = o->reuse_sampling > 0                                 ? o->reuse_sampling
+                                   : trace_input_smaller_than(o->path, kExactReuseBytes) ? 1
+                                                                                         : 64;
+    std::unique_ptr<RequestStream> stream = open_trace(o->path, options);
     TraceStats stats = compute_trace_stats(*stream, stats_options);
     if (o->format == OutputFormat::kJson) {
-      std::cout << stats_json(o->path, options.format, stats).dump(2) << "\n";
+      std::cout << stats_json(trace_input_name(o->path), options.format, stats).dump(2) << "\n";
     } else {
-      print_stats(o->path, options.format, stats);
+      print_stats(trace_input_name(o->path), options.format, stats);
     }
   });
 }
@@ -205,7 +207,7 @@ void add_convert(CLI::App& trace) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* command = trace.add_subcommand("convert", "Convert a trace to the Mooncake or the native format");
-  command->add_option("input", o->in, "Trace to read")->required();
+  command->add_option("input", o->in, "Trace to read (- reads standard input)")->required();
   command->add_option("output", o->out, "File to write")->required();
   command->add_option("--to", o->to, "mooncake or native")->required();
   add_read_flags(*command, o->read);

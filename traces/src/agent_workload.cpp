@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <queue>
 #include <tuple>
@@ -17,10 +18,46 @@ double fraction(const ConfigNode& node, std::string_view key) {
   return value;
 }
 
-int64_t positive(const ConfigNode& node, std::string_view key) {
+constexpr int64_t kMaxContextTokens = kMaxInputTokens / 2;
+
+int64_t positive(const ConfigNode& node, std::string_view key, int64_t most) {
   int64_t value = node.integer(key);
-  if (value <= 0) node.child(key).fail("expected a positive integer");
+  if (value <= 0 || value > most)
+    node.child(key).fail("expected a positive integer up to " + std::to_string(most));
   return value;
+}
+
+std::string shown(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+// A count of tokens or turns. A draw is rounded and raised to at least 1, which is right for a positive
+// draw that rounds to 0 but would hide a constant below 1 or a distribution that can draw a negative
+// value; an unbounded one could draw more than a session can hold.
+Distribution count(const ConfigNode& node, std::string_view key, int64_t most) {
+  ConfigNode child = node.child(key);
+  Distribution d = Distribution::parse(child);
+  if (d.kind() == Distribution::Kind::kConstant && d.lowest() < 1) {
+    child.fail("expected at least 1, got " + shown(d.lowest()));
+  }
+  if (d.lowest() < 0)
+    child.fail("expected draws of at least 1, but it can draw " + shown(d.lowest()) + ": set min: 1");
+  if (d.highest() > static_cast<double>(most)) {
+    child.fail("expected draws of at most " + std::to_string(most) + ", but it can draw " +
+               shown(d.highest()) + ": set max");
+  }
+  return d;
+}
+
+// A pause in seconds: never negative.
+Distribution pause(const ConfigNode& node, std::string_view key) {
+  ConfigNode child = node.child(key);
+  Distribution d = Distribution::parse(child);
+  if (d.lowest() < 0)
+    child.fail("expected pauses of at least 0 s, but it can draw " + shown(d.lowest()) + ": set min: 0");
+  return d;
 }
 
 // The tokens a later turn adds and the pause before it.
@@ -46,19 +83,25 @@ AgentWorkload parse_agent_workload(const ConfigNode& node) {
   int64_t seed = node.integer("seed", 1);
   if (seed < 0) node.child("seed").fail("expected a non-negative integer");
   w.seed = static_cast<uint64_t>(seed);
-  w.agents = positive(node, "agents");
+  w.agents = positive(node, "agents", kMaxAgents);
   w.shared_prefix_tokens = node.integer("shared_prefix_tokens");
   if (w.shared_prefix_tokens < 0) node.child("shared_prefix_tokens").fail("expected a non-negative integer");
-  w.first_message_tokens = Distribution::parse(node.child("first_message_tokens"));
-  w.turns_per_session = Distribution::parse(node.child("turns_per_session"));
+  w.first_message_tokens = count(node, "first_message_tokens", kMaxContextTokens);
+  w.turns_per_session = count(node, "turns_per_session", kMaxTurnsPerSession);
   w.tool_turn_fraction = fraction(node, "tool_turn_fraction");
-  w.tool_output_tokens = Distribution::parse(node.child("tool_output_tokens"));
-  w.user_message_tokens = Distribution::parse(node.child("user_message_tokens"));
-  w.output_tokens = Distribution::parse(node.child("output_tokens"));
-  w.tool_time_s = Distribution::parse(node.child("tool_time_s"));
-  w.user_think_time_s = Distribution::parse(node.child("user_think_time_s"));
+  w.tool_output_tokens = count(node, "tool_output_tokens", kMaxContextTokens);
+  w.user_message_tokens = count(node, "user_message_tokens", kMaxContextTokens);
+  w.output_tokens = count(node, "output_tokens", kMaxContextTokens);
+  w.tool_time_s = pause(node, "tool_time_s");
+  w.user_think_time_s = pause(node, "user_think_time_s");
   w.reuse_fraction = fraction(node, "reuse_fraction");
-  w.max_context_tokens = positive(node, "max_context_tokens");
+  // Every piece fits the context window, and the window half the reader's input limit, so that no
+  // turn (a compacted context plus a new piece) can pass the limit.
+  w.max_context_tokens = positive(node, "max_context_tokens", kMaxContextTokens);
+  for (const char* key :
+       {"first_message_tokens", "tool_output_tokens", "user_message_tokens", "output_tokens"}) {
+    count(node, key, w.max_context_tokens);
+  }
   w.compacted_tokens = node.integer("compacted_tokens");
   if (w.shared_prefix_tokens + w.compacted_tokens >= w.max_context_tokens || w.compacted_tokens < 0) {
     node.child("compacted_tokens")

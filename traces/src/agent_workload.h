@@ -24,6 +24,10 @@
 
 namespace kvtier {
 
+// Bounds on what a workload may ask for: a session is drawn whole, and its turns are held in memory.
+inline constexpr int64_t kMaxTurnsPerSession = 100000;
+inline constexpr int64_t kMaxAgents = int64_t{1} << 20;
+
 struct AgentWorkload {
   uint64_t seed = 1;
   int64_t agents = 1;
@@ -43,7 +47,9 @@ struct AgentWorkload {
 };
 
 // Reads a workload mapping; every key is required except `seed` (default 1). Throws ConfigError with the
-// file, line, key and what was expected.
+// file, line, key and what was expected: token counts must draw at least 1 and at most
+// max_context_tokens (itself at most half the reader's input limit), turns at least 1 and at most
+// kMaxTurnsPerSession, pauses at least 0.
 AgentWorkload parse_agent_workload(const ConfigNode& node);
 // The built-in default (configs/workloads/agent-default.yaml).
 AgentWorkload default_agent_workload();

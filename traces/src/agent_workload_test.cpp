@@ -48,6 +48,65 @@ TEST(AgentWorkload, UnknownKeysAndBadValuesNameTheirPlace) {
   }
 }
 
+// Every key of a small workload, with `changed` (one "key: value" line) in place of its key's line.
+std::string workload_with(const std::string& changed) {
+  std::string text =
+      "agents: 2\nshared_prefix_tokens: 100\nfirst_message_tokens: 50\nturns_per_session: 3\n"
+      "tool_turn_fraction: 0.5\ntool_output_tokens: 200\nuser_message_tokens: 20\noutput_tokens: 30\n"
+      "tool_time_s: 1\nuser_think_time_s: 5\nreuse_fraction: 0.9\nmax_context_tokens: 10000\n"
+      "compacted_tokens: 500\nsession_rate_per_s: 1\n";
+  std::string key = changed.substr(0, changed.find(':') + 1);
+  size_t at = text.find("\n" + key) + 1;
+  return text.replace(at, text.find('\n', at) - at, changed);
+}
+
+std::string error_of(const std::string& changed) {
+  try {
+    parse_agent_workload(yaml(workload_with(changed)));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(AgentWorkload, CountsAndPausesOutOfRangeAreLocatedErrorsNotSilentlyRaised) {
+  EXPECT_EQ(error_of("agents: 2"), "no error");
+  EXPECT_EQ(error_of("output_tokens: -5"), "workload.yaml:8:16: output_tokens: expected at least 1, got -5");
+  EXPECT_EQ(error_of("turns_per_session: 0"),
+            "workload.yaml:4:20: turns_per_session: expected at least 1, got 0");
+  EXPECT_EQ(error_of("tool_output_tokens: {dist: normal, mean: 100, stddev: 50}"),
+            "workload.yaml:6:21: tool_output_tokens: expected draws of at least 1, but it can draw -inf: set "
+            "min: 1");
+  EXPECT_EQ(error_of("tool_output_tokens: {dist: normal, mean: 100, stddev: 50, min: 1, max: 5000}"),
+            "no error");
+  EXPECT_EQ(error_of("user_message_tokens: {dist: uniform, low: -3, high: 10}"),
+            "workload.yaml:7:22: user_message_tokens: expected draws of at least 1, but it can draw -3: set "
+            "min: 1");
+  EXPECT_EQ(error_of("first_message_tokens: {dist: lognormal, median: 100, sigma: 1}"),
+            "workload.yaml:3:23: first_message_tokens: expected draws of at most 16777216, but it can draw "
+            "inf: set "
+            "max");
+  EXPECT_EQ(error_of("first_message_tokens: 20000"),  // longer than max_context_tokens
+            "workload.yaml:3:23: first_message_tokens: expected draws of at most 10000, but it can draw "
+            "20000: set max");
+  EXPECT_EQ(
+      error_of("turns_per_session: 200000"),
+      "workload.yaml:4:20: turns_per_session: expected draws of at most 100000, but it can draw 200000: "
+      "set max");
+  EXPECT_EQ(
+      error_of("user_think_time_s: {dist: normal, mean: 5, stddev: 5}"),
+      "workload.yaml:10:20: user_think_time_s: expected pauses of at least 0 s, but it can draw -inf: set "
+      "min: 0");
+  EXPECT_EQ(
+      error_of("tool_time_s: -1"),
+      "workload.yaml:9:14: tool_time_s: expected pauses of at least 0 s, but it can draw -1: set min: 0");
+  EXPECT_EQ(error_of("max_context_tokens: 100000000"),
+            "workload.yaml:12:21: max_context_tokens: expected a positive integer up to 16777216");
+  EXPECT_EQ(error_of("agents: 0"), "workload.yaml:1:9: agents: expected a positive integer up to 1048576");
+  EXPECT_EQ(error_of("session_rate_per_s: 0"),
+            "workload.yaml:14:21: session_rate_per_s: expected a positive rate");
+}
+
 std::vector<std::vector<NativeTurn>> draw(const AgentWorkload& w, int sessions) {
   AgentSessionGenerator generator(w);
   std::vector<std::vector<NativeTurn>> out;

@@ -63,6 +63,20 @@ double Distribution::sample(std::mt19937_64& rng) const {
   return std::clamp(x, min_, max_);
 }
 
+double Distribution::lowest() const {
+  double low = -std::numeric_limits<double>::infinity();
+  if (kind_ == Kind::kConstant || kind_ == Kind::kUniform) low = first_;
+  if (kind_ == Kind::kExponential || kind_ == Kind::kLognormal) low = 0;
+  return std::clamp(low, min_, max_);
+}
+
+double Distribution::highest() const {
+  double high = std::numeric_limits<double>::infinity();
+  if (kind_ == Kind::kConstant) high = first_;
+  if (kind_ == Kind::kUniform) high = second_;
+  return std::clamp(high, min_, max_);
+}
+
 int64_t Distribution::sample_count(std::mt19937_64& rng, int64_t floor) const {
   return std::max<int64_t>(floor, std::llround(sample(rng)));
 }

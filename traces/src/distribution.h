@@ -30,6 +30,10 @@ class Distribution {
   int64_t sample_count(std::mt19937_64& rng, int64_t floor) const;
 
   Kind kind() const { return kind_; }
+  // The bounds of the draws after clamping (infimum and supremum): exponential and lognormal draws are
+  // positive, normal ones unbounded, unless min and max say otherwise.
+  double lowest() const;
+  double highest() const;
 
  private:
   Distribution(Kind kind, double first, double second) : kind_(kind), first_(first), second_(second) {}

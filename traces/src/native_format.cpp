@@ -16,6 +16,11 @@ nlohmann::ordered_json number(double value) {
 
 }  // namespace
 
+std::string no_work(std::string_view field) {
+  return "field '" + std::string(field) +
+         "': a request needs at least 1 input token (one without input does no work and never completes)";
+}
+
 uint64_t native_session_key(int64_t session, uint64_t salt) {
   return mix_ids(mix_ids(static_cast<uint64_t>(session), 0x73657373ULL), salt);
 }
@@ -30,6 +35,7 @@ void materialize_turn(const NativeTurn& turn, uint64_t session_key, SessionConte
     throw TraceLineError("field 'new_tokens': an input of " + std::to_string(input) + " tokens is past the " +
                          std::to_string(kMaxInputTokens) + "-token limit");
   }
+  if (input == 0) throw TraceLineError(no_work("new_tokens"));
   if (turn.keep_tokens > context.context_tokens()) {
     throw TraceLineError("field 'keep_tokens': " + std::to_string(turn.keep_tokens) +
                          " is longer than the session's context of " +

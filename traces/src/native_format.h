@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <string_view>
 
 #include "request.h"
 #include "session_context.h"
@@ -37,13 +38,17 @@ struct NativeTurn {
 // bigger number in a trace is a mistake, and expanding it into blocks would exhaust memory.
 inline constexpr int64_t kMaxInputTokens = int64_t{1} << 25;
 
+// The error for a request with no input tokens: it would do no work, and a serving engine cannot
+// schedule it (it has nothing to prefill and so never produces a first token).
+std::string no_work(std::string_view field);
+
 // The content key of a session's own segments; `salt` separates sessions replayed more than once.
 uint64_t native_session_key(int64_t session, uint64_t salt = 0);
 
 // Builds the request for `turn` on the session's context (lengths form) and adds its output to it.
 // Its same_as_previous_turn counts the ids kept from the context's previous input.
 // Throws TraceLineError naming the field when the turn does not fit the context (keep_tokens longer
-// than the context, a prefix after turn 0).
+// than the context, a prefix after turn 0) or has no input.
 void materialize_turn(const NativeTurn& turn, uint64_t session_key, SessionContext& context, Request& out);
 
 // One line each, with a trailing newline.

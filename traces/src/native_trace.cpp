@@ -51,7 +51,7 @@ class NativeStream : public JsonLineStream {
     if (number > INT32_MAX) throw TraceLineError("field 'turn': too large");
     turn.turn = static_cast<int32_t>(number);
     turn.arrival_s = non_negative_number(record, "arrival_s");
-    turn.output_tokens = non_negative_integer(record, "output_tokens");
+    turn.output_tokens = output_tokens(record, "output_tokens");
     turn.think_s = record.has("think_s") ? non_negative_number(record, "think_s") : 0.0;
     turn.last = record.optional_boolean("last").value_or(false);
     return turn;
@@ -61,6 +61,7 @@ class NativeStream : public JsonLineStream {
     int64_t source_block_tokens = non_negative_integer(record, "block_tokens");
     if (source_block_tokens == 0) throw TraceLineError("field 'block_tokens': expected a positive integer");
     out.input_tokens = non_negative_integer(record, "input_tokens");
+    if (out.input_tokens == 0) throw TraceLineError(no_work("input_tokens"));
     if (out.input_tokens > kMaxInputTokens) {
       throw TraceLineError("field 'input_tokens': " + std::to_string(out.input_tokens) + " is past the " +
                            std::to_string(kMaxInputTokens) + "-token limit");

@@ -11,6 +11,7 @@ namespace {
 // The ids a trace line carries must cover its input; ids past the input are not part of it.
 void take_blocks(const JsonRecord& record, int64_t input_tokens, int64_t source_block_tokens,
                  int64_t block_tokens, std::vector<uint64_t>& scratch, Request& out) {
+  if (input_tokens == 0) throw TraceLineError(no_work("input_length"));
   if (input_tokens > kMaxInputTokens) {
     throw TraceLineError("field 'input_length': " + std::to_string(input_tokens) + " is past the " +
                          std::to_string(kMaxInputTokens) + "-token limit");
@@ -39,7 +40,7 @@ class MooncakeStream : public JsonLineStream {
   bool convert(const JsonRecord& record, Request& out) override {
     out.arrival_s = non_negative_number(record, "timestamp") / 1000.0;
     out.input_tokens = non_negative_integer(record, "input_length");
-    out.output_tokens = non_negative_integer(record, "output_length");
+    out.output_tokens = output_tokens(record, "output_length");
     take_blocks(record, out.input_tokens, kSourceBlockTokens, block_tokens_, scratch_, out);
     return true;
   }
@@ -68,7 +69,7 @@ class BailianStream : public JsonLineStream {
     if (parent < -1) throw TraceLineError("field 'parent_chat_id': expected -1 or a chat id");
     out.arrival_s = non_negative_number(record, "timestamp");
     out.input_tokens = non_negative_integer(record, "input_length");
-    out.output_tokens = non_negative_integer(record, "output_length");
+    out.output_tokens = output_tokens(record, "output_length");
     int64_t turn = record.optional_integer("turn").value_or(0);
     if (turn < 0 || turn > INT32_MAX) throw TraceLineError("field 'turn': expected a non-negative integer");
     out.turn = static_cast<int32_t>(turn);

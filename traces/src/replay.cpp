@@ -44,7 +44,7 @@ class OpenLoop : public ReplayDriver {
     double end = options_.start_s + options_.duration_s;
     while (stream_->next(next_)) {
       if (next_.arrival_s < last_arrival_) {
-        throw ConfigError("open-loop replay needs a trace sorted by time: request " +
+        throw ConfigError(stream_->location() + ": open-loop replay needs a trace sorted by time: request " +
                           std::to_string(next_.id) + " arrives at " + std::to_string(next_.arrival_s) +
                           " s, before the one before it (" + std::to_string(last_arrival_) + " s)");
       }

@@ -52,7 +52,7 @@ struct OpenLoopOptions {
 };
 
 // Replay time is (arrival - start_s) / rate_multiplier. Throws ConfigError for a non-positive rate or
-// negative window, and (from pop_ready) when the trace is not sorted by time.
+// negative window, and (from pop_ready) when the trace is not sorted by time, naming the file and line.
 std::unique_ptr<ReplayDriver> make_open_loop(std::unique_ptr<RequestStream> stream, OpenLoopOptions options);
 
 // A session: its turns in order, block ids in the replay's block size, think_time_s after each turn.

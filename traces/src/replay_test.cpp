@@ -45,7 +45,14 @@ TEST(OpenLoop, RejectsUnsortedTracesAndBadOptions) {
 {"timestamp": 3000, "input_length": 10, "output_length": 1, "hash_ids": [2]}
 )";
   auto driver = make_open_loop(stream_of(unsorted, TraceFormat::kMooncake), {});
-  EXPECT_THROW(driver->pop_ready(), ConfigError);  // reading ahead finds 3 s after 5 s
+  try {
+    driver->pop_ready();  // reading ahead finds 3 s after 5 s
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("test.jsonl:2: open-loop replay needs a trace sorted by time", 0),
+              0u)
+        << e.what();
+  }
   EXPECT_THROW(make_open_loop(stream_of(kThreeRequests, TraceFormat::kMooncake), {.rate_multiplier = 0}),
                ConfigError);
 }

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 
 #include "line_stream.h"
+#include "native_format.h"
+#include "trace_input.h"
 
 namespace kvtier {
 namespace {
@@ -45,9 +46,8 @@ int64_t default_block_tokens(TraceFormat format) {
 }
 
 TraceFormat detect_trace_format(const std::string& path) {
-  auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
-  if (!*in) throw ConfigError(path + ": cannot open trace");
-  LineReader lines(std::move(in));
+  const std::string name = trace_input_name(path);
+  LineReader lines(peek_trace_input(path), name);
   std::string_view line;
   while (lines.next(line)) {
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
@@ -55,22 +55,20 @@ TraceFormat detect_trace_format(const std::string& path) {
     try {
       record.parse(line);
     } catch (const TraceLineError& e) {
-      throw ConfigError(path + ":" + std::to_string(lines.line_number()) + ": " + e.what());
+      throw ConfigError(name + ":" + std::to_string(lines.line_number()) + ": " + e.what());
     }
     if (record.has("chat_id")) return TraceFormat::kBailian;
     if (record.has("session")) return TraceFormat::kNative;
     if (record.has("hash_ids")) return TraceFormat::kMooncake;
-    throw ConfigError(path + ":" + std::to_string(lines.line_number()) +
+    throw ConfigError(name + ":" + std::to_string(lines.line_number()) +
                       ": cannot tell the trace format (no chat_id, session or hash_ids field); "
                       "name it with --trace-format");
   }
-  throw ConfigError(path + ": empty trace");
+  throw ConfigError(name + ": empty trace");
 }
 
 std::unique_ptr<RequestStream> open_trace(const std::string& path, const TraceReadOptions& options) {
-  auto in = std::make_unique<std::ifstream>(path, std::ios::binary);
-  if (!*in) throw ConfigError(path + ": cannot open trace");
-  return open_trace_stream(std::move(in), path, options);
+  return open_trace_stream(open_trace_input(path), trace_input_name(path), options);
 }
 
 std::unique_ptr<RequestStream> open_trace_stream(std::unique_ptr<std::istream> in, const std::string& name,
@@ -105,19 +103,32 @@ bool LineReader::refill() {
   return got > 0;
 }
 
+void LineReader::fail(const std::string& what) const {
+  throw ConfigError(name_ + ":" + std::to_string(line_number_ + 1) + ": " + what);
+}
+
 bool LineReader::next(std::string_view& line) {
+  static const std::string too_long =
+      "a line longer than " + std::to_string(kMaxLineBytes >> 20) + " MiB: not a JSON-lines trace";
   size_t scanned = begin_;
   while (true) {
     const char* start = buffer_.data() + scanned;
+    size_t unscanned = end_ - scanned;
     const char* newline =
-        scanned < end_ ? static_cast<const char*>(std::memchr(start, '\n', end_ - scanned)) : nullptr;
+        unscanned > 0 ? static_cast<const char*>(std::memchr(start, '\n', unscanned)) : nullptr;
+    size_t line_bytes = newline != nullptr ? static_cast<size_t>(newline - start) : unscanned;
+    if (line_bytes > 0 && std::memchr(start, '\0', line_bytes) != nullptr) {
+      fail("a NUL byte: this is a binary file, not a JSON-lines trace");
+    }
     if (newline != nullptr) {
       size_t length = static_cast<size_t>(newline - (buffer_.data() + begin_));
+      if (length > kMaxLineBytes) fail(too_long);
       line = std::string_view(buffer_.data() + begin_, length);
       begin_ += length + 1;
       break;
     }
     size_t consumed = end_ - begin_;
+    if (consumed > kMaxLineBytes) fail(too_long);
     if (!refill()) {
       if (end_ == begin_) return false;
       line = std::string_view(buffer_.data() + begin_, end_ - begin_);  // last line without a newline
@@ -164,6 +175,15 @@ int64_t non_negative_integer(const JsonRecord& record, std::string_view field) {
   if (value < 0) {
     throw TraceLineError("field '" + std::string(field) + "': expected a non-negative integer, got " +
                          std::to_string(value));
+  }
+  return value;
+}
+
+int64_t output_tokens(const JsonRecord& record, std::string_view field) {
+  int64_t value = non_negative_integer(record, field);
+  if (value > kMaxInputTokens) {
+    throw TraceLineError("field '" + std::string(field) + "': " + std::to_string(value) + " is past the " +
+                         std::to_string(kMaxInputTokens) + "-token limit");
   }
   return value;
 }

@@ -24,7 +24,8 @@ enum class TraceFormat { kMooncake, kBailian, kNative };
 TraceFormat parse_trace_format(const std::string& name);
 const char* trace_format_name(TraceFormat format);
 // Guesses the format from the first non-empty line's fields (chat_id: Bailian; session: native;
-// hash_ids: Mooncake). Throws ConfigError when the file cannot be read or the line fits none.
+// hash_ids: Mooncake). Reads a pipe without consuming it (trace_input.h). Throws ConfigError when the
+// file cannot be read or the line fits none.
 TraceFormat detect_trace_format(const std::string& path);
 
 // Block size of the ids a trace carries: 512 tokens (Mooncake), 16 (Bailian). Native turns given as
@@ -44,9 +45,12 @@ class RequestStream {  // streaming: never holds the whole file
   virtual bool next(Request& out) = 0;  // false at the end; throws ConfigError on a bad line
   virtual int64_t skipped_lines() const = 0;
   virtual int64_t block_tokens() const = 0;  // block size of the ids it produces
+  // "file:line" of the request next() returned last, for errors found after reading it.
+  virtual std::string location() const = 0;
 };
 
-// Opens a trace file. Throws ConfigError when it cannot be opened or block_tokens is negative.
+// Opens a trace file; "-" reads standard input, and other pipes are read as they come (trace_input.h).
+// Throws ConfigError when it cannot be opened or block_tokens is negative.
 std::unique_ptr<RequestStream> open_trace(const std::string& path, const TraceReadOptions& options);
 // The same over any stream; `name` stands for the file in error messages.
 std::unique_ptr<RequestStream> open_trace_stream(std::unique_ptr<std::istream> in, const std::string& name,

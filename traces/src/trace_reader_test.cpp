@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "line_stream.h"
 #include "test_util.h"
 
 namespace kvtier {
@@ -194,6 +195,82 @@ TEST(TraceFormat, ParsesNamesAndDetectsFromTheFirstLine) {
   std::string path = testing::temp_file("detect.jsonl", std::string("\n") + kMooncake);
   EXPECT_EQ(detect_trace_format(path), TraceFormat::kMooncake);
   std::filesystem::remove(path);
+}
+
+std::string first_error(const std::string& text, TraceFormat format, bool skip_bad_lines = false) {
+  try {
+    auto stream = stream_of(text, format, 0, skip_bad_lines);
+    read_all(*stream);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(Readers, ARequestWithoutInputIsAnErrorAtItsLine) {
+  const std::string ok = R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
+  EXPECT_EQ(
+      first_error(ok + "\n" + R"({"timestamp": 1, "input_length": 0, "output_length": 5, "hash_ids": []})",
+                  TraceFormat::kMooncake),
+      "test.jsonl:2: field 'input_length': a request needs at least 1 input token (one without input "
+      "does no work and never completes)");
+  EXPECT_EQ(
+      first_error(
+          R"({"chat_id": 1, "parent_chat_id": -1, "timestamp": 0, "input_length": 0, "output_length": 5, "hash_ids": []})",
+          TraceFormat::kBailian),
+      "test.jsonl:1: field 'input_length': a request needs at least 1 input token (one without input does no "
+      "work and never completes)");
+  EXPECT_NE(first_error(R"({"session": 1, "turn": 0, "arrival_s": 0, "new_tokens": 0, "output_tokens": 5})",
+                        TraceFormat::kNative)
+                .find("test.jsonl:1: field 'new_tokens': a request needs at least 1 input token"),
+            std::string::npos);
+  EXPECT_NE(
+      first_error(
+          R"({"session": 1, "turn": 0, "arrival_s": 0, "output_tokens": 5, "input_tokens": 0, "block_tokens": 16, "block_ids": []})",
+          TraceFormat::kNative)
+          .find("test.jsonl:1: field 'input_tokens': a request needs at least 1 input token"),
+      std::string::npos);
+}
+
+TEST(Readers, AnOutputPastAnyContextWindowIsAnError) {
+  EXPECT_EQ(
+      first_error(R"({"timestamp": 0, "input_length": 10, "output_length": 1000000000000, "hash_ids": [1]})",
+                  TraceFormat::kMooncake),
+      "test.jsonl:1: field 'output_length': 1000000000000 is past the 33554432-token limit");
+  EXPECT_EQ(
+      first_error(R"({"session": 1, "turn": 0, "arrival_s": 0, "new_tokens": 5, "output_tokens": 33554433})",
+                  TraceFormat::kNative),
+      "test.jsonl:1: field 'output_tokens': 33554433 is past the 33554432-token limit");
+}
+
+TEST(Readers, ABinaryFileIsAnErrorAtTheLineOfItsFirstNulEvenWhenSkippingBadLines) {
+  const std::string ok = R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
+  std::string text = ok + "\n" + ok + "\n" + std::string("{\"timestamp\"\0: 1}\n", 18) + ok + "\n";
+  EXPECT_EQ(first_error(text, TraceFormat::kMooncake, true),
+            "test.jsonl:3: a NUL byte: this is a binary file, not a JSON-lines trace");
+  // All zeros and no newline (/dev/zero): found in the first chunk, not after reading gigabytes.
+  EXPECT_EQ(first_error(std::string(3 << 20, '\0'), TraceFormat::kNative),
+            "test.jsonl:1: a NUL byte: this is a binary file, not a JSON-lines trace");
+}
+
+TEST(Readers, ALineLongerThanTheLimitIsAnErrorAtItsLine) {
+  const std::string ok = R"({"timestamp": 0, "input_length": 10, "output_length": 1, "hash_ids": [1]})";
+  std::string too_long = ok + "\n" + std::string(kMaxLineBytes + 1, ' ') + "\n" + ok + "\n";
+  EXPECT_EQ(first_error(too_long, TraceFormat::kMooncake, true),
+            "test.jsonl:2: a line longer than 64 MiB: not a JSON-lines trace");
+  std::string unterminated = ok + "\n" + ok + "\n" + std::string(kMaxLineBytes + 1, 'x');
+  EXPECT_EQ(first_error(unterminated, TraceFormat::kMooncake),
+            "test.jsonl:3: a line longer than 64 MiB: not a JSON-lines trace");
+  // At the limit a line is read (here: blank, so no request).
+  std::string at_limit = ok + "\n" + std::string(kMaxLineBytes, ' ') + "\n" + ok + "\n";
+  EXPECT_EQ(first_error(at_limit, TraceFormat::kMooncake), "no error");
+}
+
+TEST(Readers, LocationNamesTheLineOfTheLastRequest) {
+  auto stream = stream_of(kMooncake, TraceFormat::kMooncake);
+  Request r;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(stream->next(r));
+  EXPECT_EQ(stream->location(), "test.jsonl:4");  // line 3 is blank
 }
 
 TEST(MooncakeSample, ReadsEveryRequestOfTheSharedSample) {

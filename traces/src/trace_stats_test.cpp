@@ -275,6 +275,7 @@ class ForgetfulStream : public RequestStream {
   }
   int64_t skipped_lines() const override { return inner_->skipped_lines(); }
   int64_t block_tokens() const override { return inner_->block_tokens(); }
+  std::string location() const override { return inner_->location(); }
 
  private:
   std::unique_ptr<RequestStream> inner_;

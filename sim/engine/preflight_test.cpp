@@ -1,0 +1,159 @@
+// Preflight against hand-computed sizes: traces read through in the parent with located errors, and runs
+// too big for a small, fake amount of memory (never the machine's) refused with the key that makes them so.
+#include "preflight.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace kvtier {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / ("kvtier-preflight-" + name);
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Llama-3.1-8B on one H100, a 64 GiB DRAM tier; `workload` is the workload line (line 10).
+Scenario scenario_with(const std::string& workload, const std::string& extra = "") {
+  std::string yaml =
+      "name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\ninstance: {gpus: 1, activation_reserve: 40GB}\n"
+      "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
+      "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+      "workload: " +
+      workload + "\n" + extra;
+  return parse_scenario(ConfigNode::load_string(yaml, "test.yaml"));
+}
+
+PreflightOptions with_memory(double bytes) {
+  PreflightOptions options;
+  options.available_bytes = bytes;
+  return options;
+}
+
+std::string error_of(const Scenario& s, const PreflightOptions& options) {
+  try {
+    preflight(s, options);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+const std::string kSorted =
+    "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 10, \"hash_ids\": [1, 2]}\n"
+    "{\"timestamp\": 4000, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [1, 3]}\n"
+    "{\"timestamp\": 10000, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [4]}\n";
+
+TEST(Preflight, AnOpenLoopTraceIsReadThroughAndItsSizeCounted) {
+  std::string path = temp_file("sorted.jsonl", kSorted);
+  RunEstimate e =
+      preflight(scenario_with("{loop: open, source: trace, trace: " + path + "}", "sample_interval: 500ms\n"),
+                with_memory(8 * kGiB));
+  EXPECT_EQ(e.requests, 3);
+  EXPECT_DOUBLE_EQ(e.simulated_s, 10.0);  // the last arrival, 10,000 ms
+  EXPECT_DOUBLE_EQ(e.samples, 20.0);      // 10 s / 0.5 s
+  // At most one step per token of work: ceil(input / 8192) prefill chunks + output tokens: 11 + 6 + 2.
+  EXPECT_DOUBLE_EQ(e.steps, 19.0);
+}
+
+TEST(Preflight, AnUnsortedOpenLoopTraceFailsAtItsLineInTheParent) {
+  std::string path = temp_file(
+      "unsorted.jsonl",
+      kSorted + "{\"timestamp\": 9000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [5]}\n");
+  std::string error =
+      error_of(scenario_with("{loop: open, source: trace, trace: " + path + "}"), with_memory(8 * kGiB));
+  EXPECT_EQ(error.rfind(path + ":4: open-loop replay needs a trace sorted by time", 0), 0u) << error;
+}
+
+TEST(Preflight, ABadLineOfAClosedLoopTraceFailsAtItsLine) {
+  std::string path = temp_file(
+      "closed-bad.jsonl",
+      kSorted + "{\"timestamp\": 12000, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n");
+  std::string error =
+      error_of(scenario_with("{loop: closed, source: trace, trace: " + path + ", sessions: 2}"),
+               with_memory(8 * kGiB));
+  EXPECT_EQ(error.rfind(path + ":4: field 'input_length': a request needs at least 1 input token", 0), 0u)
+      << error;
+}
+
+TEST(Preflight, ASampleIntervalOfANanosecondIsRefusedNamingTheKey) {
+  Scenario s =
+      scenario_with("{loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}",
+                    "sample_interval: 1ns\n");
+  std::string error = error_of(s, with_memory(8 * kGiB));
+  // 120 s / 1 ns = 1.2e11 samples: past the event bound before memory is even considered.
+  EXPECT_EQ(error.rfind("test.yaml: sample_interval: about 1.2e+11 events (1.2e+11 samples, ", 0), 0u)
+      << error;
+  EXPECT_NE(error.find("more than the 1e+09"), std::string::npos) << error;
+  EXPECT_NE(error.find("--allow-huge"), std::string::npos) << error;
+}
+
+TEST(Preflight, SamplesPastTheMemoryShareAreRefusedNamingTheLimit) {
+  // 2 min every 1 us: 1.2e8 samples, under the event bound, but each takes over 200 bytes: about 24 GB.
+  Scenario s =
+      scenario_with("{loop: closed, source: agent, agent: agent-default, sessions: 1, duration: 2min}",
+                    "sample_interval: 1us\n");
+  std::string error = error_of(s, with_memory(8 * kGiB));
+  EXPECT_EQ(
+      error.rfind("test.yaml: sample_interval: 1.0 us over 120.00 s of simulated time is about 1.2e+08", 0),
+      0u)
+      << error;
+  EXPECT_NE(error.find("more than the 4.0 GiB allowed (half of the 8.0 GiB available)"), std::string::npos)
+      << error;
+  PreflightOptions huge = with_memory(8 * kGiB);
+  huge.allow_huge = true;
+  EXPECT_EQ(error_of(s, huge), "no error");
+  EXPECT_EQ(error_of(s, with_memory(1024 * kGiB)), "no error");
+}
+
+TEST(Preflight, AHundredMillionSessionsAreRefusedBeforeAnyIsBuilt) {
+  Scenario s = scenario_with(
+      "{loop: closed, source: agent, agent: agent-default, sessions: 100000000, duration: 2min}");
+  std::string error = error_of(s, with_memory(8 * kGiB));
+  EXPECT_EQ(error.rfind("test.yaml:10:", 0), 0u) << error;
+  EXPECT_NE(error.find("workload.sessions: 1e+08 sessions in flight needs about"), std::string::npos)
+      << error;
+}
+
+TEST(Preflight, AnEndlessWindowIsRefusedNamingTheDuration) {
+  Scenario s =
+      scenario_with("{loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 1e12h}");
+  std::string error = error_of(s, with_memory(1024 * kGiB));
+  EXPECT_EQ(error.rfind("test.yaml:10:", 0), 0u) << error;
+  EXPECT_NE(error.find("workload.duration: about"), std::string::npos) << error;
+}
+
+TEST(Preflight, ABillionGeneratedRequestsAreRefusedBeforeTheTraceIsWritten) {
+  Scenario s = scenario_with("{loop: open, source: agent, agent: agent-default, requests: 1000000000}");
+  std::string error = error_of(s, with_memory(8 * kGiB));
+  EXPECT_NE(error.find("workload.requests: 1e+09 generated requests needs about"), std::string::npos)
+      << error;
+}
+
+TEST(Preflight, MemoryIsSharedBetweenRunsThatGoAtOnce) {
+  Scenario s =
+      scenario_with("{loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}",
+                    "sample_interval: 10us\n");
+  // 1.2e7 samples of a few hundred bytes: about 3 GB, under half of 8 GiB, over half of 8 GiB / 2.
+  EXPECT_EQ(error_of(s, with_memory(8 * kGiB)), "no error");
+  PreflightOptions two = with_memory(8 * kGiB);
+  two.concurrent_runs = 2;
+  EXPECT_NE(error_of(s, two).find("shared by 2 runs at once"), std::string::npos);
+}
+
+TEST(Preflight, TheDefaultScenarioPassesOnAModestMachine) {
+  Scenario s =
+      scenario_with("{loop: closed, source: agent, agent: agent-default, sessions: 256, duration: 20min}");
+  RunEstimate e = preflight(s, with_memory(4 * kGiB));
+  EXPECT_DOUBLE_EQ(e.simulated_s, 1200);
+  EXPECT_DOUBLE_EQ(e.samples, 1200);
+  EXPECT_GT(e.requests, 256);
+}
+
+}  // namespace
+}  // namespace kvtier
