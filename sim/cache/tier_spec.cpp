@@ -60,7 +60,8 @@ void parse_lower_tier_keys(const ConfigNode& node, TierSpec& tier) {
   }
 }
 
-TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens) {
+TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
+                    const std::optional<int64_t>& given_capacity_bytes) {
   node.allow_keys({"name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy", "prefix_aware",
                    "placement", "write", "promote_on_hit", "admit_after"});
   TierSpec tier;
@@ -69,7 +70,8 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
   ConfigNode kv = node.child("kv");
   tier.layout =
       build_layout(model, parse_precision_map(kv), kv.is_scalar() ? kv.as_string() : tier.name + ".kv");
-  tier.capacity_bytes = parse_capacity_bytes(node, tier.bytes_per_block(), block_tokens);
+  tier.capacity_bytes = given_capacity_bytes ? *given_capacity_bytes
+                                             : parse_capacity_bytes(node, tier.bytes_per_block(), block_tokens);
   if (node.has("policy")) tier.policy = parse_policy(node.child("policy"));
   tier.prefix_aware = node.boolean("prefix_aware", false);
   if (index == 0) {
@@ -85,7 +87,8 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 
 }  // namespace
 
-std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens) {
+std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
+                                  std::optional<int64_t> tier0_capacity_bytes) {
   if (block_tokens <= 0) throw ConfigError(tiers.file() + ": block size must be positive to size the tiers");
   if (!tiers.is_sequence()) tiers.fail("expected a list of tiers, fastest first");
   std::vector<ConfigNode> elements = tiers.elements();
@@ -93,8 +96,9 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
   if (elements.size() > kMaxTiers) tiers.fail("expected at most 32 tiers");
   std::vector<TierSpec> specs;
   std::set<std::string> names;
+  const std::optional<int64_t> from_keys;
   for (size_t i = 0; i < elements.size(); ++i) {
-    specs.push_back(parse_tier(elements[i], i, model, block_tokens));
+    specs.push_back(parse_tier(elements[i], i, model, block_tokens, i == 0 ? tier0_capacity_bytes : from_keys));
     if (!names.insert(specs.back().name).second) elements[i].child("name").fail("tier names must be unique");
   }
   return specs;

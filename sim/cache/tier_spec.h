@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,9 +49,11 @@ struct TierSpec {
 
 // Parses a `tiers:` sequence. Each element is a map with keys name, capacity (bytes with a unit, or
 // capacity_tokens / capacity_blocks), kv (a preset name or a precision map), policy, prefix_aware, and for
-// tiers after the first placement, write, promote_on_hit, admit_after. Throws ConfigError located at the
-// offending key.
-std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens);
+// tiers after the first placement, write, promote_on_hit, admit_after. `tier0_capacity_bytes`, when given,
+// is tier 0's capacity (a scenario sizes HBM from what the weights leave; REQUIRES: tier 0 then names no
+// capacity key, which the caller rejects in its own words). Throws ConfigError located at the offending key.
+std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
+                                  std::optional<int64_t> tier0_capacity_bytes = std::nullopt);
 
 // A one-tier hierarchy: `capacity_bytes` of `layout` under `policy`, the fast mode's single-cache case.
 TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes, PolicyKind policy);

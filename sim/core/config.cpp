@@ -5,6 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
+#include <set>
 #include <sstream>
 
 namespace kvtier {
@@ -45,10 +48,102 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return best;
 }
 
-ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<const std::string> file, std::string path)
-    : node_(std::move(node)), file_(std::move(file)), path_(std::move(path)) {}
+struct ConfigTree {
+  // Where a set() put a value, for locating errors in it and for override_uses().
+  struct Override {
+    std::string path;  // canonical: "cache.tiers[1].capacity"
+    std::string value;
+    std::string origin;
+    std::vector<std::string> leaves;
+  };
+  std::string file;
+  std::string text;  // the document as loaded, which clone() parses again to keep line and column marks
+  std::vector<Override> overrides;
+  std::set<std::string> read;  // key paths that readers asked for
+};
+
+namespace {
+
+// Bounds the walks over a document: aliases let a few bytes of YAML name a very large tree.
+constexpr size_t kMaxValues = 1'000'000;
+
+struct DuplicateKey {
+  YAML::Mark mark;  // of the second occurrence
+  YAML::Mark first;
+  std::string path;
+  std::string key;
+};
+
+std::string join_key(const std::string& path, const std::string& key) {
+  return path.empty() ? key : path + "." + key;
+}
+
+std::string join_index(const std::string& path, size_t index) {
+  return path + "[" + std::to_string(index) + "]";
+}
+
+// yaml-cpp keeps both pairs of a key given twice in a mapping (and lookups return the first); finds the
+// first such key, depth first. Counts values visited in `budget`.
+std::optional<DuplicateKey> find_duplicate_key(const YAML::Node& node, const std::string& path, size_t& budget) {
+  if (++budget > kMaxValues) return std::nullopt;
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      if (auto found = find_duplicate_key(node[i], join_index(path, i), budget)) return found;
+    }
+  } else if (node.IsMap()) {
+    std::map<std::string, YAML::Mark> seen;
+    for (const auto& entry : node) {
+      if (!entry.first.IsScalar()) continue;
+      const std::string& key = entry.first.Scalar();
+      auto [it, inserted] = seen.emplace(key, entry.first.Mark());
+      if (!inserted) return DuplicateKey{entry.first.Mark(), it->second, join_key(path, key), key};
+      if (auto found = find_duplicate_key(entry.second, join_key(path, key), budget)) return found;
+    }
+  }
+  return std::nullopt;
+}
+
+// Throws when `node` holds a duplicate key or more than kMaxValues values; `where` names a mark's place,
+// and `in_file` says whether line numbers mean anything to the reader.
+void require_unique_keys(const YAML::Node& node, const std::string& path, bool in_file,
+                         const std::function<std::string(const YAML::Mark&)>& where) {
+  size_t budget = 0;
+  std::optional<DuplicateKey> duplicate = find_duplicate_key(node, path, budget);
+  if (budget > kMaxValues) {
+    throw ConfigError(where(YAML::Mark::null_mark()) + ": expected at most " + std::to_string(kMaxValues) +
+                      " values (aliases expand to more)");
+  }
+  if (!duplicate) return;
+  std::string first = in_file ? " (first at line " + std::to_string(duplicate->first.line + 1) + ")" : "";
+  throw ConfigError(where(duplicate->mark) + ": " + duplicate->path + ": duplicate key '" + duplicate->key +
+                    "'" + first);
+}
+
+// The key paths of the leaves of `value` put at `path`: the path itself for a scalar or an empty value. A
+// null removes a key (has() is false for it), so there is nothing for a reader to read.
+void collect_leaves(const YAML::Node& value, const std::string& path, std::vector<std::string>& leaves) {
+  if (value.IsMap() && value.size() > 0) {
+    for (const auto& entry : value) collect_leaves(entry.second, join_key(path, entry.first.Scalar()), leaves);
+  } else if (value.IsSequence() && value.size() > 0) {
+    for (size_t i = 0; i < value.size(); ++i) collect_leaves(value[i], join_index(path, i), leaves);
+  } else if (!value.IsNull()) {
+    leaves.push_back(path);
+  }
+}
+
+// Whether key path `path` is `prefix` or lies under it ("a.b[1]" lies under "a.b" and "a", not "a.bc").
+bool within(std::string_view path, std::string_view prefix) {
+  if (!path.starts_with(prefix)) return false;
+  return path.size() == prefix.size() || path[prefix.size()] == '.' || path[prefix.size()] == '[';
+}
+
+}  // namespace
+
+ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<ConfigTree> tree, std::string path)
+    : node_(std::move(node)), tree_(std::move(tree)), path_(std::move(path)) {}
 
 ConfigNode ConfigNode::load_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw ConfigError(path + ": is a directory, expected a YAML file");
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open file");
   std::stringstream text;
@@ -57,15 +152,28 @@ ConfigNode ConfigNode::load_file(const std::string& path) {
 }
 
 ConfigNode ConfigNode::load_string(const std::string& text, const std::string& name) {
+  YAML::Node root;
   try {
-    YAML::Node root = YAML::Load(text);
-    if (!root.IsMap()) {
-      throw ConfigError(name + ": expected a YAML mapping of keys at the top level");
-    }
-    return ConfigNode(root, std::make_shared<const std::string>(name), "");
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(format_location(name, e.mark) + ": invalid YAML: " + e.msg);
   }
+  if (!root.IsMap()) throw ConfigError(name + ": expected a YAML mapping of keys at the top level");
+  require_unique_keys(root, "", true, [&](const YAML::Mark& mark) { return format_location(name, mark); });
+  auto tree = std::make_shared<ConfigTree>();
+  tree->file = name;
+  tree->text = text;
+  return ConfigNode(root, std::move(tree), "");
+}
+
+ConfigNode ConfigNode::clone() const {
+  ConfigNode copy = load_string(tree_->text, tree_->file);
+  for (const ConfigTree::Override& o : tree_->overrides) copy.set(o.path, o.value, o.origin);
+  return copy;
+}
+
+const std::string& ConfigNode::file() const {
+  return tree_->file;
 }
 
 namespace {
@@ -76,7 +184,7 @@ struct PathStep {
   int index = -1;
 };
 
-std::vector<PathStep> parse_set_path(std::string_view dotted_path) {
+std::vector<PathStep> parse_set_path(std::string_view dotted_path, const std::string& origin) {
   std::vector<PathStep> steps;
   std::string_view rest = dotted_path;
   while (true) {
@@ -89,34 +197,48 @@ std::vector<PathStep> parse_set_path(std::string_view dotted_path) {
       std::string_view index = part.substr(bracket + 1);
       if (index.empty() || index.back() != ']' || index.size() < 2)
         step.key.clear();
-      else if (std::from_chars(index.data(), index.data() + index.size() - 1, step.index).ec != std::errc())
+      else if (std::from_chars(index.data(), index.data() + index.size() - 1, step.index).ec != std::errc() ||
+               step.index < 0)
         step.key.clear();
     }
-    if (step.key.empty()) {
-      throw ConfigError("--set " + std::string(dotted_path) +
-                        ": expected a key path such as cache.tiers[1].capacity");
-    }
+    if (step.key.empty()) throw ConfigError(origin + ": expected a key path such as cache.tiers[1].capacity");
     steps.push_back(step);
     if (dot == std::string_view::npos) return steps;
     rest.remove_prefix(dot + 1);
   }
 }
 
-}  // namespace
+// The path as readers name it, so that "tiers[01]" and "tiers[1]" are one key.
+std::string canonical_path(const std::vector<PathStep>& steps) {
+  std::string path;
+  for (const PathStep& step : steps) {
+    path = join_key(path, step.key);
+    if (step.index >= 0) path = join_index(path, static_cast<size_t>(step.index));
+  }
+  return path;
+}
 
-void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) {
+YAML::Node load_value(std::string_view yaml_value, const std::string& origin) {
   YAML::Node value;
   try {
     value = YAML::Load(std::string(yaml_value));
   } catch (const YAML::Exception& e) {
-    throw ConfigError("--set " + std::string(dotted_path) + ": invalid value: " + e.msg);
+    throw ConfigError(origin + ": invalid value: " + e.msg);
   }
-  auto fail = [&](const std::string& what) {
-    throw ConfigError("--set " + std::string(dotted_path) + ": " + what);
-  };
+  return value;
+}
+
+}  // namespace
+
+void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value, std::string origin) {
+  if (origin.empty()) origin = "--set " + std::string(dotted_path) + "=" + std::string(yaml_value);
+  std::vector<PathStep> steps = parse_set_path(dotted_path, origin);
+  std::string path = canonical_path(steps);
+  YAML::Node value = load_value(yaml_value, origin);
+  require_unique_keys(value, path, false, [&](const YAML::Mark&) { return origin; });
+  auto fail = [&](const std::string& what) { throw ConfigError(origin + ": " + what); };
   // yaml-cpp's operator[] returns handles that alias the tree, so walking with copies edits in place.
   YAML::Node cursor = node_;
-  std::vector<PathStep> steps = parse_set_path(dotted_path);
   for (size_t i = 0; i < steps.size(); ++i) {
     const PathStep& step = steps[i];
     bool last = i + 1 == steps.size();
@@ -131,7 +253,7 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) 
       }
       if (last) {
         next[step.index] = value;
-        return;
+        break;
       }
       YAML::Node element = next[step.index];
       cursor.reset(element);
@@ -139,37 +261,71 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value) 
     }
     if (last) {
       cursor[step.key] = value;
-      return;
+      break;
     }
     cursor.reset(next);
   }
+  ConfigTree::Override applied{path, std::string(yaml_value), std::move(origin), {}};
+  collect_leaves(value, path, applied.leaves);
+  tree_->overrides.push_back(std::move(applied));
+}
+
+std::vector<OverrideUse> ConfigNode::override_uses() const {
+  const std::vector<ConfigTree::Override>& applied = tree_->overrides;
+  std::vector<OverrideUse> uses;
+  for (auto given = applied.begin(); given != applied.end(); ++given) {
+    OverrideUse use{given->origin, {}};
+    for (const std::string& leaf : given->leaves) {
+      auto later = std::find_if(applied.rbegin(), std::make_reverse_iterator(given + 1),
+                                [&](const ConfigTree::Override& o) { return within(leaf, o.path); });
+      if (later != std::make_reverse_iterator(given + 1)) {
+        use.leaves.push_back({leaf, OverrideUse::State::kReplaced, later->origin});
+      } else {
+        bool read = tree_->read.contains(leaf);
+        use.leaves.push_back({leaf, read ? OverrideUse::State::kRead : OverrideUse::State::kUnread, ""});
+      }
+    }
+    uses.push_back(std::move(use));
+  }
+  return uses;
 }
 
 std::string ConfigNode::child_path(std::string_view key) const {
-  return path_.empty() ? std::string(key) : path_ + "." + std::string(key);
+  return join_key(path_, std::string(key));
 }
 
-std::string ConfigNode::location() const {
-  return format_location(*file_, node_.Mark());
+std::string ConfigNode::where() const {
+  const std::vector<ConfigTree::Override>& applied = tree_->overrides;
+  auto latest = [&](auto covers) { return std::find_if(applied.rbegin(), applied.rend(), covers); };
+  auto given = latest([&](const ConfigTree::Override& o) { return !path_.empty() && within(path_, o.path); });
+  if (given == applied.rend() && node_.Mark().is_null()) {
+    given = latest([&](const ConfigTree::Override& o) { return !path_.empty() && within(o.path, path_); });
+  }
+  if (given != applied.rend()) return given->origin + (path_ == given->path ? "" : ": " + path_);
+  return format_location(tree_->file, node_.Mark()) + (path_.empty() ? "" : ": " + path_);
 }
 
 void ConfigNode::fail(std::string_view what) const {
-  std::string where = location();
-  throw ConfigError(where + ": " + (path_.empty() ? "" : path_ + ": ") + std::string(what));
+  throw ConfigError(where() + ": " + std::string(what));
 }
 
 std::string ConfigNode::directory() const {
-  return std::filesystem::path(*file_).parent_path().string();
+  return std::filesystem::path(tree_->file).parent_path().string();
 }
 
 bool ConfigNode::has(std::string_view key) const {
   return node_.IsMap() && node_[std::string(key)].IsDefined() && !node_[std::string(key)].IsNull();
 }
 
+ConfigNode ConfigNode::located_child(std::string path, const YAML::Node& node) const {
+  tree_->read.insert(path);
+  return ConfigNode(node, tree_, std::move(path));
+}
+
 ConfigNode ConfigNode::child(std::string_view key) const {
   if (!node_.IsMap()) fail("expected a mapping");
   if (!has(key)) fail("missing required key '" + std::string(key) + "'");
-  return ConfigNode(node_[std::string(key)], file_, child_path(key));
+  return located_child(child_path(key), node_[std::string(key)]);
 }
 
 std::optional<ConfigNode> ConfigNode::optional_child(std::string_view key) const {
@@ -180,9 +336,7 @@ std::optional<ConfigNode> ConfigNode::optional_child(std::string_view key) const
 std::vector<ConfigNode> ConfigNode::elements() const {
   if (!node_.IsSequence()) fail("expected a list");
   std::vector<ConfigNode> out;
-  for (size_t i = 0; i < node_.size(); ++i) {
-    out.push_back(ConfigNode(node_[i], file_, path_ + "[" + std::to_string(i) + "]"));
-  }
+  for (size_t i = 0; i < node_.size(); ++i) out.push_back(located_child(join_index(path_, i), node_[i]));
   return out;
 }
 
@@ -208,10 +362,25 @@ double ConfigNode::as_number() const {
   return value;
 }
 
+std::optional<uint64_t> parse_uint64(std::string_view text) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+uint64_t ConfigNode::as_unsigned() const {
+  std::string text = as_string();
+  std::optional<uint64_t> value = parse_uint64(text);
+  if (!value) fail("expected an integer from 0 to 18446744073709551615, got '" + text + "'");
+  return *value;
+}
+
 int64_t ConfigNode::as_integer() const {
   std::string text = as_string();
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) fail("expected an integer from -9223372036854775808 to 9223372036854775807, got '" + text + "'");
   if (ec != std::errc() || end != text.data() + text.size()) fail("expected an integer, got '" + text + "'");
   return value;
 }
@@ -242,6 +411,9 @@ int64_t ConfigNode::integer(std::string_view key) const {
 int64_t ConfigNode::integer(std::string_view key, int64_t fallback) const {
   return has(key) ? integer(key) : fallback;
 }
+uint64_t ConfigNode::unsigned_integer(std::string_view key, uint64_t fallback) const {
+  return has(key) ? child(key).as_unsigned() : fallback;
+}
 bool ConfigNode::boolean(std::string_view key, bool fallback) const {
   if (!has(key)) return fallback;
   ConfigNode c = child(key);
@@ -269,7 +441,7 @@ void ConfigNode::allow_keys(const std::vector<std::string>& known) const {
     std::string message = "unknown key '" + key + "'";
     std::string suggestion = closest_match(key, known);
     if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
-    ConfigNode(entry.first, file_, child_path(key)).fail(message);
+    ConfigNode(entry.first, tree_, child_path(key)).fail(message);
   }
 }
 

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "embedded_files.h"
 #include "hardware.h"
 #include "model_card.h"
 
@@ -99,6 +102,123 @@ TEST(Config, PcieLatencyPerDirectionOverridesTheSharedOne) {
   HardwareConfig own = parse_hardware(ConfigNode::load_string(base + ", d2h_latency: 1.5us}\n", "hw.yaml"));
   EXPECT_DOUBLE_EQ(own.pcie_h2d.latency, 2e-6);
   EXPECT_DOUBLE_EQ(own.pcie_d2h.latency, 1.5e-6);
+}
+
+TEST(Config, DuplicateKeyIsAnErrorAtTheSecond) {
+  std::string message =
+      error_of([] { ConfigNode::load_string("a: 1\nb:\n  c: 1\n  d: 2\n  c: 3\n", "dup.yaml"); });
+  EXPECT_EQ(message, "dup.yaml:5:3: b.c: duplicate key 'c' (first at line 3)");
+  message = error_of([] { ConfigNode::load_string("tiers:\n  - {name: hbm, kv: bf16, kv: int4}\n", "t.yaml"); });
+  EXPECT_EQ(message, "t.yaml:2:27: tiers[0].kv: duplicate key 'kv' (first at line 2)");
+}
+
+TEST(Config, DuplicateKeyInASetValueNamesTheSetArgument) {
+  ConfigNode root = ConfigNode::load_string("w: {}\n", "s.yaml");
+  std::string message = error_of([&] { root.set("w", "{loop: open, loop: closed}"); });
+  EXPECT_EQ(message, "--set w={loop: open, loop: closed}: w.loop: duplicate key 'loop'");
+}
+
+TEST(Config, AliasesThatExpandBeyondAMillionValuesAreAnError) {
+  std::string yaml = "a0: &a0 [1, 1, 1, 1, 1, 1, 1, 1, 1, 1]\n";
+  for (int i = 1; i <= 7; ++i) {
+    std::string list;
+    for (int k = 0; k < 10; ++k) list += (k ? ", *a" : "*a") + std::to_string(i - 1);
+    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + list + "]\n";
+  }
+  std::string message = error_of([&] { ConfigNode::load_string(yaml, "bomb.yaml"); });
+  EXPECT_EQ(message, "bomb.yaml: expected at most 1000000 values (aliases expand to more)");
+}
+
+TEST(Config, CloneKeepsLinesAndColumns) {
+  ConfigNode root = ConfigNode::load_string("name: x\ngpu:\n  count: two\n", "hw.yaml");
+  ConfigNode copy = root.clone();
+  std::string message = error_of([&] { copy.child("gpu").integer("count"); });
+  EXPECT_EQ(message, "hw.yaml:3:10: gpu.count: expected an integer, got 'two'");
+}
+
+TEST(Config, CloneCarriesSetValuesAndTheirOrigins) {
+  ConfigNode root = ConfigNode::load_string("gpu:\n  count: 2\n", "hw.yaml");
+  root.set("gpu.count", "four");
+  ConfigNode copy = root.clone();
+  root.set("gpu.count", "3");
+  std::string message = error_of([&] { copy.child("gpu").integer("count"); });
+  EXPECT_EQ(message, "--set gpu.count=four: expected an integer, got 'four'");
+}
+
+TEST(Config, AnErrorInASetValueNamesWhereItWasGiven) {
+  ConfigNode root =
+      ConfigNode::load_string("tiers:\n  - {name: hbm}\n  - {name: dram, capacity: 1GiB}\n", "s.yaml");
+  root.set("tiers[1].capacity", "2XB");
+  std::string message = error_of([&] { root.child("tiers").elements()[1].quantity("capacity", UnitKind::kBytes); });
+  EXPECT_EQ(message.rfind("--set tiers[1].capacity=2XB: unknown unit 'XB'", 0), 0u) << message;
+  root.set("w", "{loop: sideways}", "s.yaml:9:7: variants[0].set.w");
+  message = error_of([&] { root.child("w").child("loop").fail("expected closed or open"); });
+  EXPECT_EQ(message, "s.yaml:9:7: variants[0].set.w: w.loop: expected closed or open");
+  root.set("host.dram", "1TiB");  // creates host
+  message = error_of([&] { root.child("host").fail("too small"); });
+  EXPECT_EQ(message, "--set host.dram=1TiB: host: too small");
+  message = error_of([&] { root.child("tiers").elements()[0].child("name").fail("bad"); });
+  EXPECT_EQ(message, "s.yaml:2:12: tiers[0].name: bad");
+}
+
+TEST(Config, OverrideUsesTellReadUnreadAndReplacedLeaves) {
+  ConfigNode root = ConfigNode::load_string("w: {loop: closed}\nx: 1\n", "s.yaml");
+  root.set("w", "{loop: open, trace: t.jsonl, more: {a: 1, b: []}}");
+  root.set("x", "2");
+  root.set("w.more.a", "3", "variant");
+  root.child("w").string("loop");
+  root.integer("x");
+  std::vector<OverrideUse> uses = root.override_uses();
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_EQ(uses[0].origin, "--set w={loop: open, trace: t.jsonl, more: {a: 1, b: []}}");
+  using State = OverrideUse::State;
+  std::vector<std::tuple<std::string, State, std::string>> leaves;
+  for (const auto& leaf : uses[0].leaves) leaves.emplace_back(leaf.path, leaf.state, leaf.replaced_by);
+  EXPECT_EQ(leaves, (std::vector<std::tuple<std::string, State, std::string>>{
+                        {"w.loop", State::kRead, ""},
+                        {"w.trace", State::kUnread, ""},
+                        {"w.more.a", State::kReplaced, "variant"},
+                        {"w.more.b", State::kUnread, ""}}));
+  EXPECT_EQ(uses[1].leaves[0].state, State::kRead);
+  EXPECT_EQ(uses[2].leaves[0].state, State::kUnread);
+  EXPECT_TRUE(root.clone().override_uses()[1].leaves[0].state == State::kUnread) << "a copy starts unread";
+}
+
+TEST(Config, SetPathsAreCanonical) {
+  ConfigNode root = ConfigNode::load_string("t:\n  - {a: 1}\n", "s.yaml");
+  root.set("t[00].a", "2");
+  root.child("t").elements()[0].integer("a");
+  EXPECT_EQ(root.override_uses()[0].leaves[0].path, "t[0].a");
+  EXPECT_EQ(root.override_uses()[0].leaves[0].state, OverrideUse::State::kRead);
+}
+
+TEST(Config, UnsignedIntegersSpanAllOf64Bits) {
+  ConfigNode root = ConfigNode::load_string(
+      "max: 18446744073709551615\nover: 18446744073709551616\nneg: -1\nbig: 9223372036854775808\n", "s.yaml");
+  EXPECT_EQ(root.unsigned_integer("max", 0), 18446744073709551615u);
+  EXPECT_EQ(root.unsigned_integer("absent", 7), 7u);
+  EXPECT_EQ(error_of([&] { root.unsigned_integer("over", 0); }),
+            "s.yaml:2:7: over: expected an integer from 0 to 18446744073709551615, got '18446744073709551616'");
+  EXPECT_EQ(error_of([&] { root.unsigned_integer("neg", 0); }),
+            "s.yaml:3:6: neg: expected an integer from 0 to 18446744073709551615, got '-1'");
+  EXPECT_EQ(error_of([&] { root.integer("big"); }),
+            "s.yaml:4:6: big: expected an integer from -9223372036854775808 to 9223372036854775807, got "
+            "'9223372036854775808'");
+}
+
+TEST(Config, NumbersMustBeFinite) {
+  ConfigNode root = ConfigNode::load_string(
+      "a: nan\nb: inf\nc: 1e400\nd: .inf\nf: 1e300\n", "s.yaml");
+  for (const char* key : {"a", "b", "c", "d"}) {
+    EXPECT_NE(error_of([&] { root.number(key); }).find("expected a number"), std::string::npos) << key;
+  }
+  EXPECT_DOUBLE_EQ(root.number("f"), 1e300);
+}
+
+TEST(Config, ADirectoryIsNotAConfigurationFile) {
+  std::string dir = std::filesystem::temp_directory_path().string();
+  EXPECT_EQ(error_of([&] { ConfigNode::load_file(dir); }), dir + ": is a directory, expected a YAML file");
+  EXPECT_EQ(error_of([&] { load_config(dir, "models"); }), dir + ": is a directory, expected a YAML file");
 }
 
 }  // namespace

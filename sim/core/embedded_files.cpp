@@ -23,6 +23,9 @@ ConfigNode load_config(const std::string& name_or_path, const std::string& folde
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path == wanted) return ConfigNode::load_string(std::string(f.text), wanted + " (built in)");
   }
+  if (std::filesystem::is_directory(name_or_path)) {
+    throw ConfigError(name_or_path + ": is a directory, expected a YAML file");
+  }
   std::vector<std::string> names = embedded_names(folder);
   std::string message = name_or_path + ": no such file, and no built-in " + folder + " entry of that name";
   std::string hint = closest_match(name_or_path, names);

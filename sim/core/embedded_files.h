@@ -18,8 +18,9 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_files();
 
-// Loads `name_or_path`: a file on disk, else the embedded `<folder>/<name>.yaml`. Throws ConfigError
-// listing the embedded names of that folder when neither exists.
+// Loads `name_or_path`: a file on disk, else the embedded `<folder>/<name>.yaml`. Throws ConfigError for
+// a directory that is not an embedded name, and listing the embedded names of that folder when neither
+// exists.
 ConfigNode load_config(const std::string& name_or_path, const std::string& folder);
 
 // Names (file stems) of the embedded files under `folder`.

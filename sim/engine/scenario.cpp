@@ -1,8 +1,10 @@
 #include "scenario.h"
 
-#include <cstdio>
+#include <cmath>
+#include <map>
 
 #include "embedded_files.h"
+#include "workload.h"
 
 namespace kvtier {
 namespace {
@@ -20,7 +22,10 @@ Medium medium_of(const ConfigNode& tier, size_t index) {
                                      : "a lower tier's name starts with its medium: dram, nvme or remote");
 }
 
-// Copies every scalar under `overlay` onto `target` at the same key path.
+constexpr int64_t kMaxBlockTokens = int64_t{1} << 20;
+
+// Copies every scalar under `overlay` onto `target` at the same key path; errors in one name its place in
+// the overlay's file.
 void overlay_keys(ConfigNode& target, const ConfigNode& overlay, const std::string& prefix) {
   for (const std::string& key : overlay.keys()) {
     ConfigNode value = overlay.child(key);
@@ -28,9 +33,15 @@ void overlay_keys(ConfigNode& target, const ConfigNode& overlay, const std::stri
     if (value.is_map()) {
       overlay_keys(target, value, path);
     } else {
-      target.set(path, value.as_string());
+      target.set(path, value.as_string(), value.where());
     }
   }
+}
+
+double kernel_rate(const ConfigNode& kernels, const char* key) {
+  double rate = kernels.number(key, 0);
+  if (rate < 0) kernels.child(key).fail("expected a non-negative rate in bytes per second (0: not measured)");
+  return rate;
 }
 
 HardwareConfig load_hardware_with(const ConfigNode& root, Scenario& s) {
@@ -40,35 +51,46 @@ HardwareConfig load_hardware_with(const ConfigNode& root, Scenario& s) {
     ConfigNode calibration = ConfigNode::load_file(s.calibration);
     overlay_keys(hardware, calibration.child("hardware"), "");
     if (auto kernels = calibration.optional_child("kernels")) {
-      s.dequantize_bytes_per_s = kernels->number("dequantize_turboquant4_bytes_per_s", 0);
-      s.quantize_bytes_per_s = kernels->number("quantize_turboquant4_bytes_per_s", 0);
+      s.dequantize_bytes_per_s = kernel_rate(*kernels, "dequantize_turboquant4_bytes_per_s");
+      s.quantize_bytes_per_s = kernel_rate(*kernels, "quantize_turboquant4_bytes_per_s");
     }
   }
   return parse_hardware(hardware);
 }
 
-void parse_instance(const ConfigNode& node, Scenario& s) {
-  node.allow_keys({"gpus", "max_batch_tokens", "max_running", "hbm_utilisation", "activation_reserve",
-                   "layerwise_overlap", "load_policy"});
-  s.gpus = static_cast<int>(node.integer("gpus", s.hardware.gpu.count));
-  if (s.gpus <= 0 || s.gpus > s.hardware.gpu.count) {
-    node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
-                            " GPUs (the node's count)");
+int64_t positive_integer(const ConfigNode& node, const char* key, int64_t fallback, const char* what) {
+  int64_t value = node.integer(key, fallback);
+  if (value <= 0) node.child(key).fail(std::string("expected a positive ") + what);
+  return value;
+}
+
+// `instance` may be absent: its keys default, and an error about the whole instance names the root.
+void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode& root, Scenario& s) {
+  const ConfigNode& node = instance ? *instance : root;
+  if (instance) {
+    node.allow_keys({"gpus", "max_batch_tokens", "max_running", "hbm_utilisation", "activation_reserve",
+                     "layerwise_overlap", "load_policy"});
+    int64_t gpus = node.integer("gpus", s.hardware.gpu.count);
+    if (gpus <= 0 || gpus > s.hardware.gpu.count) {
+      node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
+                              " GPUs (the node's count)");
+    }
+    s.gpus = static_cast<int>(gpus);
+    s.max_batch_tokens = positive_integer(node, "max_batch_tokens", s.max_batch_tokens, "token budget");
+    s.max_running = positive_integer(node, "max_running", s.max_running, "number of sequences");
+    s.hbm_utilisation = node.number("hbm_utilisation", s.hbm_utilisation);
+    if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1)
+      node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
+    s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
+    s.layerwise_overlap = node.boolean("layerwise_overlap", false);
+    std::string policy = node.string("load_policy", "always");
+    if (policy != "always" && policy != "breakeven") {
+      node.child("load_policy").fail("expected always or breakeven, got '" + policy + "'");
+    }
+    s.recompute_when_faster = policy == "breakeven";
+  } else {
+    s.gpus = s.hardware.gpu.count;
   }
-  s.max_batch_tokens = node.integer("max_batch_tokens", s.max_batch_tokens);
-  s.max_running = node.integer("max_running", s.max_running);
-  if (s.max_batch_tokens <= 0) node.child("max_batch_tokens").fail("expected a positive token budget");
-  if (s.max_running <= 0) node.child("max_running").fail("expected a positive number of sequences");
-  s.hbm_utilisation = node.number("hbm_utilisation", s.hbm_utilisation);
-  if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1)
-    node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
-  s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
-  s.layerwise_overlap = node.boolean("layerwise_overlap", false);
-  std::string policy = node.string("load_policy", "always");
-  if (policy != "always" && policy != "breakeven") {
-    node.child("load_policy").fail("expected always or breakeven, got '" + policy + "'");
-  }
-  s.recompute_when_faster = policy == "breakeven";
   double per_gpu = s.hardware.gpu.hbm_capacity * s.hbm_utilisation - s.activation_reserve_bytes;
   s.kv_space_bytes = s.gpus * per_gpu - s.model.weight_bytes();
   if (s.kv_space_bytes <= 0) {
@@ -78,13 +100,15 @@ void parse_instance(const ConfigNode& node, Scenario& s) {
 }
 
 // Tier 0's capacity is what the instance leaves for KV; the file must not set it.
-void parse_cache(ConfigNode root, Scenario& s) {
+void parse_cache(const ConfigNode& root, Scenario& s) {
   ConfigNode cache = root.child("cache");
   cache.allow_keys({"block_tokens", "tiers"});
   s.block_tokens = cache.integer("block_tokens", s.block_tokens);
-  if (s.block_tokens <= 0) cache.child("block_tokens").fail("expected a positive block size in tokens");
-  std::vector<ConfigNode> tiers = cache.child("tiers").elements();
-  if (tiers.empty()) cache.child("tiers").fail("expected at least the hbm tier");
+  if (s.block_tokens <= 0 || s.block_tokens > kMaxBlockTokens)
+    cache.child("block_tokens").fail("expected a block size of 1 to 1048576 tokens");
+  ConfigNode tiers_node = cache.child("tiers");
+  std::vector<ConfigNode> tiers = tiers_node.elements();
+  if (tiers.empty()) tiers_node.fail("expected at least the hbm tier");
   for (const char* key : {"capacity", "capacity_tokens", "capacity_blocks"}) {
     if (tiers[0].has(key)) {
       tiers[0].child(key).fail(
@@ -93,10 +117,9 @@ void parse_cache(ConfigNode root, Scenario& s) {
     }
   }
   for (size_t i = 0; i < tiers.size(); ++i) s.tier_media.push_back(medium_of(tiers[i], i));
-  char bytes[64];
-  std::snprintf(bytes, sizeof bytes, "%.0fB", s.kv_space_bytes);
-  root.set("cache.tiers[0].capacity", bytes);
-  s.tiers = parse_tiers(root.child("cache").child("tiers"), s.model, s.block_tokens);
+  // Whole bytes, rounded half to even as the scenario has always sized tier 0.
+  auto tier0_bytes = static_cast<int64_t>(std::nearbyint(s.kv_space_bytes));
+  s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes);
 }
 
 void parse_slo(const ConfigNode& root, Scenario& s) {
@@ -104,13 +127,14 @@ void parse_slo(const ConfigNode& root, Scenario& s) {
     slo->allow_keys({"ttft", "tpot"});
     s.slo.ttft_s = slo->quantity("ttft", UnitKind::kDuration, s.slo.ttft_s);
     s.slo.tpot_s = slo->quantity("tpot", UnitKind::kDuration, s.slo.tpot_s);
+    if (s.slo.ttft_s <= 0) slo->child("ttft").fail("expected a positive duration");
+    if (s.slo.tpot_s <= 0) slo->child("tpot").fail("expected a positive duration");
   }
 }
 
 }  // namespace
 
-Scenario parse_scenario(const ConfigNode& original) {
-  ConfigNode root = original.clone();
+Scenario parse_scenario(const ConfigNode& root) {
   root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload",
                    "slo", "seed", "sample_interval", "variants"});
   Scenario s;
@@ -118,32 +142,107 @@ Scenario parse_scenario(const ConfigNode& original) {
   s.description = root.string("description", "");
   s.model = parse_model_card(load_config(root.string("model"), "models"));
   s.hardware = load_hardware_with(root, s);
-  parse_instance(root.has("instance") ? root.child("instance") : ConfigNode::load_string("{}", root.file()),
-                 s);
+  parse_instance(root.optional_child("instance"), root, s);
   // Without a calibration, conversions run at 70 % of HBM bandwidth over bytes read plus written.
   double hbm = s.gpus * s.hardware.gpu.hbm_bandwidth * 0.7;
   if (s.dequantize_bytes_per_s <= 0) s.dequantize_bytes_per_s = hbm;
   if (s.quantize_bytes_per_s <= 0) s.quantize_bytes_per_s = hbm;
   parse_cache(root, s);
   parse_slo(root, s);
-  int64_t seed = root.integer("seed", 1);
-  if (seed < 0) root.child("seed").fail("expected a non-negative seed");
-  s.seed = static_cast<uint64_t>(seed);
+  s.seed = root.unsigned_integer("seed", 1);
   s.sample_interval_s = root.quantity("sample_interval", UnitKind::kDuration, 1.0);
   if (s.sample_interval_s <= 0) root.child("sample_interval").fail("expected a positive duration");
   s.workload = root.child("workload");
   return s;
 }
 
-std::vector<Variant> parse_variants(const ConfigNode& root) {
-  if (!root.has("variants")) return {Variant{"", {}}};
-  std::vector<Variant> variants;
-  for (const ConfigNode& v : root.child("variants").elements()) {
+namespace {
+
+struct VariantOverrides {
+  std::string name;
+  std::vector<Override> overrides;
+};
+
+// A variant's name becomes the folder of its results. `seen` maps each earlier name to its key path.
+void check_variant_name(const ConfigNode& name_node, const std::string& name,
+                        std::map<std::string, std::string>& seen) {
+  if (name.empty()) name_node.fail("expected a non-empty variant name");
+  if (name == "." || name == ".." || name.find('/') != std::string::npos || name.find('\0') != std::string::npos) {
+    name_node.fail("expected a variant name usable as a folder name (no '/', not '.' or '..')");
+  }
+  auto [first, inserted] = seen.emplace(name, name_node.path());
+  if (!inserted) name_node.fail("variant name '" + name + "' is already the name of " + first->second);
+}
+
+std::vector<VariantOverrides> read_variants(const ConfigNode& root) {
+  if (!root.has("variants")) return {VariantOverrides{"", {}}};
+  ConfigNode list = root.child("variants");
+  std::vector<ConfigNode> elements = list.elements();
+  if (elements.empty()) list.fail("expected at least one variant (or no variants key for one run)");
+  std::vector<VariantOverrides> variants;
+  std::map<std::string, std::string> names;
+  for (const ConfigNode& v : elements) {
     v.allow_keys({"name", "set"});
-    Variant variant{v.string("name"), {}};
+    VariantOverrides variant{v.string("name"), {}};
+    check_variant_name(v.child("name"), variant.name, names);
     if (auto set = v.optional_child("set")) {
-      for (const std::string& key : set->keys()) variant.overrides.emplace_back(key, set->string(key));
+      for (const std::string& key : set->keys()) {
+        ConfigNode value = set->child(key);
+        variant.overrides.push_back({key, value.as_string(), value.where()});
+      }
     }
+    variants.push_back(std::move(variant));
+  }
+  return variants;
+}
+
+std::string unread_message(const OverrideUse::Leaf& leaf, const std::vector<ScenarioRun>& runs,
+                           const std::string& workload_kind) {
+  if (leaf.state == OverrideUse::State::kReplaced) {
+    return leaf.path + " is set again by " + leaf.replaced_by + ", so this value is never used";
+  }
+  std::string message = leaf.path + " is not read by this scenario";
+  if (leaf.path.starts_with("workload.")) message += " (its workload is " + workload_kind + ")";
+  if (runs.size() > 1) message += " in any variant";
+  return message;
+}
+
+// `uses[0]` is the tree before the variants (where the variants themselves are read), then one per run;
+// the first `given` overrides of each are the caller's, the rest the run's own set:.
+void require_overrides_read(const std::vector<std::vector<OverrideUse>>& uses, size_t given,
+                            const std::vector<ScenarioRun>& runs, const std::string& workload_kind) {
+  for (size_t i = 0; i < given; ++i) {
+    for (size_t leaf = 0; leaf < uses[0][i].leaves.size(); ++leaf) {
+      auto read_in = [&](const std::vector<OverrideUse>& tree) {
+        return tree[i].leaves[leaf].state == OverrideUse::State::kRead;
+      };
+      if (std::any_of(uses.begin(), uses.end(), read_in)) continue;
+      // Unread in some run says more than replaced in every other.
+      const OverrideUse::Leaf* shown = &uses.back()[i].leaves[leaf];
+      for (size_t run = 1; run < uses.size(); ++run) {
+        if (uses[run][i].leaves[leaf].state == OverrideUse::State::kUnread) shown = &uses[run][i].leaves[leaf];
+      }
+      throw ConfigError(uses[0][i].origin + ": " + unread_message(*shown, runs, workload_kind));
+    }
+  }
+  for (size_t run = 1; run < uses.size(); ++run) {
+    for (size_t i = given; i < uses[run].size(); ++i) {
+      for (const OverrideUse::Leaf& leaf : uses[run][i].leaves) {
+        if (leaf.state != OverrideUse::State::kRead) {
+          throw ConfigError(uses[run][i].origin + ": " + unread_message(leaf, {}, workload_kind));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<Variant> parse_variants(const ConfigNode& root) {
+  std::vector<Variant> variants;
+  for (const VariantOverrides& v : read_variants(root)) {
+    Variant variant{v.name, {}};
+    for (const Override& o : v.overrides) variant.overrides.emplace_back(o.path, o.value);
     variants.push_back(std::move(variant));
   }
   return variants;
@@ -155,6 +254,31 @@ std::pair<std::string, std::string> parse_override(const std::string& text) {
     throw ConfigError("--set '" + text + "': expected key.path=value, such as cache.tiers[1].capacity=2TiB");
   }
   return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+Override parse_set_argument(const std::string& text) {
+  auto [path, value] = parse_override(text);
+  return {path, value, "--set " + text};
+}
+
+std::vector<ScenarioRun> plan_runs(const ConfigNode& file, const std::vector<Override>& overrides) {
+  ConfigNode root = file.clone();
+  for (const Override& o : overrides) root.set(o.path, o.value, o.origin);
+  std::vector<VariantOverrides> variants = read_variants(root);
+  std::vector<std::vector<OverrideUse>> uses{root.override_uses()};
+  std::vector<ScenarioRun> runs;
+  std::string workload_kind;
+  for (const VariantOverrides& v : variants) {
+    ConfigNode tree = root.clone();
+    for (const Override& o : v.overrides) tree.set(o.path, o.value, o.origin);
+    Scenario scenario = parse_scenario(tree);
+    std::string kind = validate_workload(scenario);
+    if (workload_kind.empty()) workload_kind = kind;
+    runs.push_back({v.name.empty() ? "run" : v.name, std::move(scenario)});
+    uses.push_back(tree.override_uses());
+  }
+  require_overrides_read(uses, uses[0].size(), runs, workload_kind);
+  return runs;
 }
 
 }  // namespace kvtier

@@ -5,6 +5,10 @@
 // sized from what the weights and activations leave), the workload, the SLOs and the seed. `variants`
 // lists named sets of overrides (the same `key.path=value` form as --set) to run side by side; a file
 // without variants is one run. docs/scenarios.md describes every key.
+//
+// Reading is strict, so that a typo or a value that would be ignored fails before anything runs: every
+// key must be known, every number in range, variant names unique, and every override (--set, a
+// variant's set:) must name a key that the scenario reads. plan_runs() is that whole check.
 #pragma once
 
 #include <cstdint>
@@ -52,11 +56,33 @@ struct Variant {
   std::vector<std::pair<std::string, std::string>> overrides;  // key path, YAML value
 };
 
+// A value put over the scenario file's: from the command line or from a variant's set:.
+struct Override {
+  std::string path;    // cache.tiers[1].capacity
+  std::string value;   // YAML text
+  std::string origin;  // where it was given, as errors name it: "--set k=v", "s.yaml:30:7: variants[1].set.k"
+};
+
+// One simulation to run: a variant of the scenario, parsed.
+struct ScenarioRun {
+  std::string name;  // the variant's name, or "run" for a scenario without variants
+  Scenario scenario;
+};
+
 // Reads a scenario after overrides have been applied. Throws ConfigError before anything runs.
 Scenario parse_scenario(const ConfigNode& root);
-// The variants of a scenario file, or one unnamed variant when it lists none.
+// The variants of a scenario file, or one unnamed variant when it lists none. Throws ConfigError for an
+// empty list and for a name that is empty, repeated or unusable as a folder name.
 std::vector<Variant> parse_variants(const ConfigNode& root);
 // Splits "key.path=value" (the --set form).
 std::pair<std::string, std::string> parse_override(const std::string& text);
+// parse_override() with the origin "--set key.path=value".
+Override parse_set_argument(const std::string& text);
+
+// Everything `kvtier simulate` checks before it runs anything: applies `overrides` in order to a copy of
+// the scenario file `root`, then parses each variant (its set: applied last) with its workload
+// (validate_workload), and requires that each key an override sets is read by some run (a variant's
+// set: by its own run). Throws ConfigError located at the key, or at the override that gave the value.
+std::vector<ScenarioRun> plan_runs(const ConfigNode& root, const std::vector<Override>& overrides);
 
 }  // namespace kvtier

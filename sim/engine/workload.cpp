@@ -8,6 +8,20 @@
 namespace kvtier {
 namespace {
 
+// The workload's keys, read and checked; nothing is opened or generated yet.
+struct WorkloadSettings {
+  bool closed_loop = true;
+  std::string source;  // agent | trace
+  AgentWorkload agent;
+  std::string trace;
+  std::optional<TraceFormat> format;
+  bool skip_bad_lines = false;
+  int64_t sessions = 1;  // closed loop
+  double duration_s = 0;
+  double rate = 1;        // open loop
+  int64_t requests = 0;   // open loop, agent source
+};
+
 AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
   ConfigNode agent = workload.child("agent");
   ConfigNode node = agent.is_scalar() ? load_config(agent.as_string(), "configs/workloads") : agent;
@@ -17,13 +31,17 @@ AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
   return parsed;
 }
 
-TraceReadOptions trace_options(const ConfigNode& workload, const Scenario& s, const std::string& path) {
-  TraceReadOptions options;
-  options.format =
-      workload.has("format") ? parse_trace_format(workload.string("format")) : detect_trace_format(path);
-  options.block_tokens = s.block_tokens;
-  options.skip_bad_lines = workload.boolean("skip_bad_lines", false);
-  return options;
+void read_trace_keys(const ConfigNode& w, WorkloadSettings& settings) {
+  settings.trace = w.string("trace");
+  if (w.has("format")) {
+    ConfigNode format = w.child("format");
+    try {
+      settings.format = parse_trace_format(format.as_string());
+    } catch (const ConfigError& e) {
+      format.fail(e.what());
+    }
+  }
+  settings.skip_bad_lines = w.boolean("skip_bad_lines", false);
 }
 
 double positive_duration(const ConfigNode& workload, const char* key, double fallback) {
@@ -32,59 +50,105 @@ double positive_duration(const ConfigNode& workload, const char* key, double fal
   return value;
 }
 
-WorkloadPlan closed_loop(const ConfigNode& w, const Scenario& s, const std::string& source) {
-  ClosedLoopOptions options;
-  options.concurrency = w.integer("sessions", 1);
-  options.duration_s = positive_duration(w, "duration", options.duration_s);
-  std::unique_ptr<SessionSource> sessions;
-  if (source == "agent") {
-    sessions = make_generated_sessions(agent_workload(w, s.seed), s.block_tokens);
+int64_t positive_count(const ConfigNode& workload, const char* key, int64_t fallback, const char* what) {
+  int64_t value = workload.integer(key, fallback);
+  if (value <= 0) workload.child(key).fail(std::string("expected a positive number of ") + what);
+  return value;
+}
+
+void read_closed_loop(const ConfigNode& w, const Scenario& s, WorkloadSettings& settings) {
+  settings.sessions = positive_count(w, "sessions", 1, "sessions in flight");
+  settings.duration_s = positive_duration(w, "duration", ClosedLoopOptions{}.duration_s);
+  if (settings.source == "agent") {
+    settings.agent = agent_workload(w, s.seed);
   } else {
-    std::string path = w.string("trace");
-    std::vector<Session> loaded = load_sessions(path, trace_options(w, s, path));
-    if (loaded.empty()) w.child("trace").fail("the trace holds no sessions");
+    read_trace_keys(w, settings);
+  }
+}
+
+void read_open_loop(const ConfigNode& w, const Scenario& s, WorkloadSettings& settings) {
+  settings.rate = w.number("rate", 1.0);
+  if (settings.rate <= 0) w.child("rate").fail("expected a positive multiple of the trace's rate");
+  settings.duration_s = positive_duration(w, "duration", std::numeric_limits<double>::infinity());
+  if (settings.source == "agent") {
+    settings.requests = positive_count(w, "requests", 0, "requests");
+    settings.agent = agent_workload(w, s.seed);
+  } else {
+    read_trace_keys(w, settings);
+  }
+}
+
+WorkloadSettings read_settings(const Scenario& s) {
+  const ConfigNode& w = *s.workload;
+  w.allow_keys({"loop", "source", "agent", "trace", "format", "skip_bad_lines", "sessions", "duration",
+                "rate", "requests"});
+  WorkloadSettings settings;
+  std::string loop = w.string("loop", "closed");
+  settings.source = w.has("source") ? w.string("source") : w.has("trace") ? "trace" : "agent";
+  if (settings.source != "agent" && settings.source != "trace")
+    w.child("source").fail("expected agent or trace, got '" + settings.source + "'");
+  if (loop != "closed" && loop != "open") w.child("loop").fail("expected closed or open, got '" + loop + "'");
+  settings.closed_loop = loop == "closed";
+  if (settings.closed_loop) {
+    read_closed_loop(w, s, settings);
+  } else {
+    read_open_loop(w, s, settings);
+  }
+  return settings;
+}
+
+TraceReadOptions trace_options(const WorkloadSettings& settings, const Scenario& s) {
+  TraceReadOptions options;
+  options.format = settings.format ? *settings.format : detect_trace_format(settings.trace);
+  options.block_tokens = s.block_tokens;
+  options.skip_bad_lines = settings.skip_bad_lines;
+  return options;
+}
+
+WorkloadPlan closed_loop(const WorkloadSettings& settings, const Scenario& s) {
+  ClosedLoopOptions options{settings.sessions, settings.duration_s};
+  std::unique_ptr<SessionSource> sessions;
+  if (settings.source == "agent") {
+    sessions = make_generated_sessions(settings.agent, s.block_tokens);
+  } else {
+    std::vector<Session> loaded = load_sessions(settings.trace, trace_options(settings, s));
+    if (loaded.empty()) s.workload->child("trace").fail("the trace holds no sessions");
     sessions = make_trace_sessions(std::move(loaded));
   }
-  std::string what = std::to_string(options.concurrency) + " concurrent " + source +
+  std::string what = std::to_string(options.concurrency) + " concurrent " + settings.source +
                      " sessions, closed loop, " + format_duration(options.duration_s);
   return {make_closed_loop(std::move(sessions), options), options.duration_s, what};
 }
 
-WorkloadPlan open_loop(const ConfigNode& w, const Scenario& s, const std::string& source) {
+WorkloadPlan open_loop(const WorkloadSettings& settings, const Scenario& s) {
   OpenLoopOptions options;
-  options.rate_multiplier = w.number("rate", 1.0);
-  options.duration_s = positive_duration(w, "duration", std::numeric_limits<double>::infinity());
+  options.rate_multiplier = settings.rate;
+  options.duration_s = settings.duration_s;
   std::unique_ptr<RequestStream> stream;
-  if (source == "agent") {
-    int64_t requests = w.integer("requests");
-    if (requests <= 0) w.child("requests").fail("expected a positive number of requests");
+  if (settings.source == "agent") {
     auto text = std::make_unique<std::stringstream>();
-    write_agent_trace(agent_workload(w, s.seed), requests, *text);
+    write_agent_trace(settings.agent, settings.requests, *text);
     TraceReadOptions options_native{TraceFormat::kNative, s.block_tokens, false};
     stream = open_trace_stream(std::move(text), "generated agent trace", options_native);
   } else {
-    std::string path = w.string("trace");
-    stream = open_trace(path, trace_options(w, s, path));
+    stream = open_trace(settings.trace, trace_options(settings, s));
   }
   std::ostringstream what;
-  what << source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
+  what << settings.source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
   return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
           what.str()};
 }
 
 }  // namespace
 
+std::string validate_workload(const Scenario& s) {
+  WorkloadSettings settings = read_settings(s);
+  return std::string("loop: ") + (settings.closed_loop ? "closed" : "open") + ", source: " + settings.source;
+}
+
 WorkloadPlan build_workload(const Scenario& s) {
-  const ConfigNode& w = *s.workload;
-  w.allow_keys({"loop", "source", "agent", "trace", "format", "skip_bad_lines", "sessions", "duration",
-                "rate", "requests"});
-  std::string loop = w.string("loop", "closed");
-  std::string source = w.string("source", w.has("trace") ? "trace" : "agent");
-  if (source != "agent" && source != "trace")
-    w.child("source").fail("expected agent or trace, got '" + source + "'");
-  if (loop == "closed") return closed_loop(w, s, source);
-  if (loop == "open") return open_loop(w, s, source);
-  w.child("loop").fail("expected closed or open, got '" + loop + "'");
+  WorkloadSettings settings = read_settings(s);
+  return settings.closed_loop ? closed_loop(settings, s) : open_loop(settings, s);
 }
 
 }  // namespace kvtier

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "replay.h"
 #include "scenario.h"
@@ -22,6 +23,11 @@ struct WorkloadPlan {
   std::string description;
 };
 
+// Reads and checks every key of the scenario's workload without opening a trace or generating a session
+// (the parent process's check before the simulation runs); returns its kind, "loop: closed, source:
+// agent". Throws ConfigError located at the key.
+std::string validate_workload(const Scenario& scenario);
+// validate_workload(), then the driver: opens the trace or starts the generator.
 WorkloadPlan build_workload(const Scenario& scenario);
 
 }  // namespace kvtier
