@@ -1,0 +1,333 @@
+#include "comparison.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <unordered_map>
+
+#include "config.h"
+#include "stats.h"
+
+namespace kvtier::validation {
+namespace {
+
+std::string percent(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%+.2f %%", 100 * fraction);
+  return buffer;
+}
+
+std::string limit_text(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%g %%", 100 * fraction);
+  return buffer;
+}
+
+std::optional<double> metric_of(const RequestTimes& r, Metric m) {
+  switch (m) {
+    case kTtft:
+      return r.started() ? std::optional<double>(r.ttft_s) : std::nullopt;
+    case kTpot:
+      return r.tpot_s();
+    default:
+      return r.e2e_s();
+  }
+}
+
+std::optional<Percentiles> percentiles_of(std::vector<double> values) {
+  if (values.empty()) return std::nullopt;
+  std::sort(values.begin(), values.end());
+  return Percentiles{percentile_of_sorted(values, 0.50), percentile_of_sorted(values, 0.95),
+                     percentile_of_sorted(values, 0.99)};
+}
+
+// The measured run's requests by id, each found exactly once: the predicted run must hold the same ids.
+std::vector<const RequestTimes*> match_requests(const VariantRun& predicted, const VariantRun& measured) {
+  std::unordered_map<uint64_t, const RequestTimes*> by_id;
+  by_id.reserve(measured.requests.size());
+  for (const RequestTimes& r : measured.requests) by_id.emplace(r.id, &r);
+  std::vector<const RequestTimes*> matched;
+  matched.reserve(predicted.requests.size());
+  for (const RequestTimes& p : predicted.requests) {
+    auto found = by_id.find(p.id);
+    if (found == by_id.end()) {
+      throw ConfigError(measured.requests_file + ": no request " + std::to_string(p.id) + ", which " +
+                        predicted.requests_file + ":" + std::to_string(p.line) +
+                        " has; both runs must replay the same trace");
+    }
+    const RequestTimes& m = *found->second;
+    if (m.input_tokens != p.input_tokens || m.output_tokens != p.output_tokens) {
+      throw ConfigError(measured.requests_file + ":" + std::to_string(m.line) + ": request " + std::to_string(p.id) +
+                        " has " + std::to_string(m.input_tokens) + " input and " + std::to_string(m.output_tokens) +
+                        " output tokens, " + predicted.requests_file + ":" + std::to_string(p.line) + " has " +
+                        std::to_string(p.input_tokens) + " and " + std::to_string(p.output_tokens) +
+                        "; both runs must replay the same trace");
+    }
+    matched.push_back(&m);
+    by_id.erase(found);
+  }
+  if (!by_id.empty()) {
+    const RequestTimes* extra = std::min_element(by_id.begin(), by_id.end(), [](auto& a, auto& b) {
+                                  return a.second->line < b.second->line;
+                                })->second;
+    throw ConfigError(measured.requests_file + ":" + std::to_string(extra->line) + ": request " +
+                      std::to_string(extra->id) + " is not in " + predicted.requests_file +
+                      "; both runs must replay the same trace");
+  }
+  return matched;
+}
+
+MetricComparison compare_metric(const std::vector<RequestComparison>& requests, Metric m) {
+  MetricComparison c;
+  std::vector<double> predicted, measured, errors, abs_errors;
+  for (const RequestComparison& r : requests) {
+    if (r.predicted[m]) predicted.push_back(*r.predicted[m]);
+    if (r.measured[m]) measured.push_back(*r.measured[m]);
+    if (r.predicted[m] && r.measured[m] && *r.measured[m] > 0) {
+      errors.push_back(relative_error(*r.predicted[m], *r.measured[m]));
+      abs_errors.push_back(std::abs(errors.back()));
+    }
+  }
+  c.predicted_count = predicted.size();
+  c.measured_count = measured.size();
+  c.predicted = percentiles_of(std::move(predicted));
+  c.measured = percentiles_of(std::move(measured));
+  if (c.predicted && c.measured && c.measured->p50 > 0) {
+    c.error = Percentiles{relative_error(c.predicted->p50, c.measured->p50),
+                          relative_error(c.predicted->p95, c.measured->p95),
+                          relative_error(c.predicted->p99, c.measured->p99)};
+  }
+  c.paired = errors.size();
+  if (!errors.empty()) {
+    c.median_error = percentile(std::move(errors), 0.5);
+    std::sort(abs_errors.begin(), abs_errors.end());
+    c.median_abs_error = percentile_of_sorted(abs_errors, 0.5);
+    c.p95_abs_error = percentile_of_sorted(abs_errors, 0.95);
+  }
+  return c;
+}
+
+Check bounded(std::string name, std::optional<double> error, double limit, std::string detail) {
+  Check c{std::move(name), Verdict::kNotCompared, std::nullopt, limit, std::nullopt, std::move(detail)};
+  if (!error) return c;
+  c.value = std::abs(*error);
+  c.verdict = *c.value <= limit ? Verdict::kPassed : Verdict::kMissed;
+  c.detail = percent(*error) + " (limit " + limit_text(limit) + ")" + (c.detail.empty() ? "" : "; " + c.detail);
+  return c;
+}
+
+Check ttft_percentile_check(const char* name, const MetricComparison& ttft, double Percentiles::*p,
+                            const Targets& t) {
+  if (!ttft.error) {
+    return bounded(name, std::nullopt, t.ttft_percentile_error, "no request has a first token on both sides");
+  }
+  Check c = bounded(name, (*ttft.error).*p, t.ttft_percentile_error, "");
+  c.goal = t.ttft_percentile_goal;
+  c.detail += std::string(", goal ") + limit_text(t.ttft_percentile_goal) +
+              (*c.value <= t.ttft_percentile_goal ? " met" : " not met");
+  return c;
+}
+
+Check completed_check(const VariantComparison& v, const Targets& t) {
+  std::string counts = std::to_string(v.predicted_completed) + " predicted, " +
+                       std::to_string(v.measured_completed) + " measured";
+  if (v.measured_completed == 0) {
+    Check c = bounded("requests_completed", std::nullopt, t.completed_error, counts);
+    c.verdict = v.predicted_completed == 0 ? Verdict::kPassed : Verdict::kMissed;
+    return c;
+  }
+  return bounded("requests_completed",
+                 relative_error(static_cast<double>(v.predicted_completed), static_cast<double>(v.measured_completed)),
+                 t.completed_error, counts);
+}
+
+Check hits_check(const VariantComparison& v) {
+  std::string differ;
+  for (const TierHits& h : v.hits) {
+    if (h.predicted != h.measured) {
+      differ += (differ.empty() ? "" : "; ") + h.tier + ": " + std::to_string(h.predicted) + " predicted, " +
+                std::to_string(h.measured) + " measured";
+    }
+  }
+  return {"hit_tokens", differ.empty() ? Verdict::kPassed : Verdict::kMissed, std::nullopt, std::nullopt,
+          std::nullopt, differ.empty() ? "equal in every tier" : differ};
+}
+
+Check links_check(const VariantComparison& v) {
+  std::string differ;
+  for (const LinkComparison& l : v.links) {
+    if (l.predicted != l.measured) {
+      differ += (differ.empty() ? "" : "; ") + l.link + ": " + std::to_string(static_cast<int64_t>(l.predicted)) +
+                " B predicted, " + std::to_string(static_cast<int64_t>(l.measured)) + " B measured";
+    }
+  }
+  return {"link_bytes", differ.empty() ? Verdict::kPassed : Verdict::kMissed, std::nullopt, std::nullopt,
+          std::nullopt, differ.empty() ? "equal on every link" : differ};
+}
+
+std::vector<TierHits> compare_hits(const VariantRun& predicted, const VariantRun& measured) {
+  if (predicted.tiers != measured.tiers) {
+    auto names = [](const std::vector<std::string>& tiers) {
+      std::string out;
+      for (const std::string& t : tiers) out += (out.empty() ? "" : ", ") + t;
+      return out.empty() ? std::string("none") : out;
+    };
+    throw ConfigError(measured.requests_file + ":1: hit_tokens_ columns for tiers " + names(measured.tiers) + ", " +
+                      predicted.requests_file + " has " + names(predicted.tiers) +
+                      "; both runs must have the same tiers");
+  }
+  std::vector<TierHits> hits;
+  for (size_t t = 0; t < predicted.tiers.size(); ++t)
+    hits.push_back({predicted.tiers[t], predicted.hit_tokens[t], measured.hit_tokens[t]});
+  return hits;
+}
+
+// Every link of either run, the predicted run's order first.
+std::vector<LinkComparison> compare_links(const VariantRun& predicted, const VariantRun& measured) {
+  std::vector<LinkComparison> links;
+  auto entry = [&](const std::string& link) -> LinkComparison& {
+    auto it = std::find_if(links.begin(), links.end(), [&](const LinkComparison& l) { return l.link == link; });
+    return it != links.end() ? *it : links.emplace_back(LinkComparison{link, 0, 0});
+  };
+  for (const LinkBytes& l : predicted.link_bytes) entry(l.link).predicted += l.bytes;
+  for (const LinkBytes& l : measured.link_bytes) entry(l.link).measured += l.bytes;
+  return links;
+}
+
+// Per path, the k-th transfer of one run against the k-th of the other.
+std::vector<PathTransfers> compare_transfers(const std::vector<Transfer>& predicted,
+                                             const std::vector<Transfer>& measured) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_path;
+  for (const Transfer& t : predicted) by_path[t.path].first.push_back(t.seconds());
+  for (const Transfer& t : measured) by_path[t.path].second.push_back(t.seconds());
+  std::vector<PathTransfers> paths;
+  for (const auto& [path, times] : by_path) {
+    const auto& [p, m] = times;
+    PathTransfers c{path, p.size(), m.size(), 0, 0, 0, std::nullopt};
+    for (double s : p) c.predicted_seconds += s;
+    for (double s : m) c.measured_seconds += s;
+    std::vector<double> errors;
+    for (size_t k = 0; k < std::min(p.size(), m.size()); ++k) {
+      if (m[k] > 0) errors.push_back(std::abs(relative_error(p[k], m[k])));
+    }
+    c.paired = errors.size();
+    if (!errors.empty()) c.median_abs_error = percentile(std::move(errors), 0.5);
+    paths.push_back(std::move(c));
+  }
+  return paths;
+}
+
+Check transfers_check(const VariantComparison& v, const VariantRun& predicted, const VariantRun& measured,
+                      const Targets& t) {
+  Check c{"transfer_time", Verdict::kNotCompared, std::nullopt, t.transfer_time_median_error, std::nullopt, ""};
+  if (!v.transfers) {
+    c.detail = "not compared: no " + (predicted.transfers ? measured.transfers_file : predicted.transfers_file);
+    return c;
+  }
+  std::string worst_path, unmatched;
+  for (const PathTransfers& p : *v.transfers) {
+    if (!p.median_abs_error) {
+      unmatched += (unmatched.empty() ? "" : ", ") + p.path + " (" + std::to_string(p.predicted_count) +
+                   " predicted, " + std::to_string(p.measured_count) + " measured)";
+    } else if (!c.value || *p.median_abs_error > *c.value) {
+      c.value = p.median_abs_error;
+      worst_path = p.path;
+    }
+  }
+  if (!unmatched.empty()) {
+    c.verdict = Verdict::kMissed;
+    c.detail = "no transfers to pair on " + unmatched;
+  } else if (c.value) {
+    c.verdict = *c.value <= c.limit ? Verdict::kPassed : Verdict::kMissed;
+    c.detail = "worst path " + worst_path + ": median |error| " + percent(*c.value) + " (limit " +
+               limit_text(*c.limit) + ")";
+  } else {
+    c.detail = "not compared: neither run made a transfer";
+  }
+  return c;
+}
+
+VariantComparison compare_variant(const VariantRun& predicted, const VariantRun& measured, const Targets& t) {
+  VariantComparison v;
+  v.name = predicted.name;
+  std::vector<const RequestTimes*> matched = match_requests(predicted, measured);
+  v.requests.reserve(matched.size());
+  for (size_t i = 0; i < matched.size(); ++i) {
+    RequestComparison r{predicted.requests[i].id, {}, {}};
+    for (int m = 0; m < kMetricCount; ++m) {
+      r.predicted[m] = metric_of(predicted.requests[i], static_cast<Metric>(m));
+      r.measured[m] = metric_of(*matched[i], static_cast<Metric>(m));
+    }
+    v.requests.push_back(r);
+  }
+  for (int m = 0; m < kMetricCount; ++m) v.metrics[m] = compare_metric(v.requests, static_cast<Metric>(m));
+  v.predicted_completed = predicted.completed_in_window();
+  v.measured_completed = measured.completed_in_window();
+  v.hits = compare_hits(predicted, measured);
+  v.links = compare_links(predicted, measured);
+  if (predicted.transfers && measured.transfers) v.transfers = compare_transfers(*predicted.transfers, *measured.transfers);
+  const MetricComparison& ttft = v.metrics[kTtft];
+  v.checks = {ttft_percentile_check("ttft_p50", ttft, &Percentiles::p50, t),
+              ttft_percentile_check("ttft_p95", ttft, &Percentiles::p95, t),
+              bounded("ttft_request_median", ttft.median_abs_error, t.ttft_request_median_error,
+                      ttft.median_abs_error ? "median over " + std::to_string(ttft.paired) + " requests of |TTFT error|"
+                                            : "no request has a first token on both sides"),
+              completed_check(v, t),
+              hits_check(v),
+              links_check(v),
+              transfers_check(v, predicted, measured, t)};
+  return v;
+}
+
+std::string variant_names(const RunFolder& run) {
+  std::string out;
+  for (const VariantRun& v : run.variants) out += (out.empty() ? "'" : ", '") + v.name + "'";
+  return out;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kPassed:
+      return "passed";
+    case Verdict::kMissed:
+      return "missed";
+    default:
+      return "not compared";
+  }
+}
+
+const char* metric_name(Metric metric) {
+  static constexpr const char* kNames[] = {"ttft_s", "tpot_s", "e2e_s"};
+  return kNames[metric];
+}
+
+std::vector<std::string> Comparison::missed() const {
+  std::vector<std::string> names;
+  for (const VariantComparison& v : variants) {
+    for (const Check& c : v.checks) {
+      if (c.verdict == Verdict::kMissed) names.push_back(v.name + ": " + c.name);
+    }
+  }
+  return names;
+}
+
+Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, const Targets& targets) {
+  Comparison comparison{predicted.dir, measured.dir, targets, {}};
+  bool same_names = predicted.variants.size() == measured.variants.size();
+  for (const VariantRun& p : predicted.variants) {
+    auto m = std::find_if(measured.variants.begin(), measured.variants.end(),
+                          [&](const VariantRun& v) { return v.name == p.name; });
+    if (!same_names || m == measured.variants.end()) {
+      throw ConfigError((std::filesystem::path(measured.dir) / kSummaryFile).string() + ": variants " +
+                        variant_names(measured) + ", but " + (std::filesystem::path(predicted.dir) / kSummaryFile).string() +
+                        " has " + variant_names(predicted) +
+                        "; both runs must be of the same scenario");
+    }
+    comparison.variants.push_back(compare_variant(p, *m, targets));
+  }
+  return comparison;
+}
+
+}  // namespace kvtier::validation
