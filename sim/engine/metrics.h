@@ -8,30 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "request_record.h"
+
 namespace kvtier {
-
-struct RequestRecord {
-  uint64_t id = 0;
-  int64_t session_id = -1;
-  int32_t turn = 0;
-  double arrival_s = 0;
-  double admitted_s = -1;  // left the queue: its KV was placed in HBM
-  double load_wait_s = 0;  // waiting for cached KV to arrive from lower tiers
-  double prefill_start_s = -1;
-  double first_token_s = -1;
-  double completion_s = -1;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  std::vector<int64_t> hit_tokens;  // per tier, tier 0 = HBM
-  int64_t recomputed_tokens = 0;    // prefilled rather than loaded
-  int32_t preemptions = 0;
-  bool rejected = false;  // its KV can never fit in HBM
-
-  bool completed() const { return completion_s >= 0; }
-  double ttft() const { return first_token_s - arrival_s; }
-  // Time per output token after the first.
-  double tpot() const;
-};
 
 struct TimeSample {
   double time_s = 0;

@@ -1,0 +1,325 @@
+#include "scheduler.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+namespace kvtier {
+
+struct Scheduler::Sequence {
+  Request request;
+  size_t record = 0;
+  Admission admission;
+  int64_t cached_tokens = 0;  // loaded or already in HBM, not recomputed
+  int64_t prefilled = 0;      // tokens whose KV exists, cached ones included
+  int64_t decoded = 0;        // output tokens produced, the first token included
+  std::optional<LoadHandle> load;
+  double load_started_s = 0;
+  std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
+
+  bool loading() const { return load.has_value(); }
+  bool prefill_done() const { return prefilled >= request.input_tokens; }
+  bool decoding() const { return prefill_done() && decoded > 0 && decoded < request.output_tokens; }
+  int64_t context() const { return prefilled + decoded; }
+};
+
+// Collects the cache's events during one call, to turn them into transfers afterwards.
+class Scheduler::EventCollector : public CacheEventSink {
+ public:
+  void on_event(const CacheEvent& event) override { events.push_back(event); }
+  std::vector<CacheEvent> events;
+};
+
+Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache& cache, ReplayDriver& driver,
+                     ServingBackend& backend, std::vector<RequestRecord>& records, SchedulerState& state)
+    : config_(std::move(config)),
+      cost_(cost),
+      cache_(cache),
+      driver_(driver),
+      backend_(backend),
+      records_(records),
+      state_(state),
+      events_(std::make_unique<EventCollector>()) {
+  state_.hits_since_sample.assign(cache_.tier_count(), 0);
+  cache_.set_event_sink(events_.get());
+}
+
+Scheduler::~Scheduler() {
+  cache_.set_event_sink(nullptr);
+}
+
+RequestRecord& Scheduler::record(const Sequence& seq) {
+  return records_[seq.record];
+}
+
+bool Scheduler::finished() const {
+  return driver_.done() && waiting_.empty() && running_.empty();
+}
+
+const Decision& Scheduler::decide() {
+  take_arrivals();
+  finish_loads();
+  admit_waiting();
+  if (plan_step()) {
+    decision_.kind = Decision::Kind::kStep;
+  } else if (running_.empty() && !waiting_.empty()) {
+    // Nothing runs and the head of the queue still does not fit: it never will.
+    reject(*waiting_.front());
+    waiting_.pop_front();
+    decision_.kind = Decision::Kind::kRejected;
+  } else {
+    decision_.kind = Decision::Kind::kWait;
+    decision_.awaited_loads.clear();
+    for (const auto& seq : running_) {
+      if (seq->loading()) decision_.awaited_loads.push_back(*seq->load);
+    }
+    decision_.next_arrival_s = driver_.next_ready_time();
+  }
+  return decision_;
+}
+
+void Scheduler::end_iteration() {
+  state_.queued = waiting_count();
+  state_.running = running_count();
+}
+
+void Scheduler::take_arrivals() {
+  double now = backend_.now();
+  while (auto ready = driver_.next_ready_time()) {
+    if (*ready > now) break;
+    auto seq = std::make_unique<Sequence>();
+    seq->request = driver_.pop_ready();
+    seq->record = records_.size();
+    RequestRecord r;
+    r.id = seq->request.id;
+    r.session_id = seq->request.session_id;
+    r.turn = seq->request.turn;
+    r.arrival_s = now;
+    r.input_tokens = seq->request.input_tokens;
+    seq->request.output_tokens =
+        std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least
+    r.output_tokens = seq->request.output_tokens;
+    r.hit_tokens.assign(cache_.tier_count(), 0);
+    records_.push_back(std::move(r));
+    if (seq->request.input_tokens <= 0) {
+      reject(*seq);  // no prompt: no step could ever produce its first token
+      continue;
+    }
+    waiting_.push_back(std::move(seq));
+  }
+}
+
+void Scheduler::reject(Sequence& seq) {
+  RequestRecord& r = record(seq);
+  r.rejected = true;
+  driver_.on_complete(r.id, backend_.now());
+}
+
+void Scheduler::admit_waiting() {
+  while (!waiting_.empty() && running_count() < config_.max_running) {
+    if (!admit(*waiting_.front())) break;
+    running_.push_back(std::move(waiting_.front()));
+    waiting_.pop_front();
+  }
+}
+
+bool Scheduler::admit(Sequence& seq) {
+  events_->events.clear();
+  if (!cache_.admit(seq.request.block_ids, seq.admission)) return false;
+  record(seq).admitted_s = backend_.now();
+  count_hits(seq);
+  state_.input_since_sample += seq.request.input_tokens;
+  choose_loads(seq);
+  seq.prefilled = seq.cached_tokens;
+  start_transfers(&seq);
+  return true;
+}
+
+// Hit tokens per tier; at least one token is always computed, so a full hit gives back its last token.
+void Scheduler::count_hits(Sequence& seq) {
+  RequestRecord& r = record(seq);
+  const int64_t block_tokens = cache_.tier(0).block_tokens;
+  int64_t budget = seq.request.input_tokens - 1;
+  const PrefixHit& hit = seq.admission.prefix;
+  for (size_t b = 0; b < hit.tier_of_block.size() && budget > 0; ++b) {
+    int64_t tokens = std::min(block_tokens, budget);
+    r.hit_tokens[hit.tier_of_block[b]] += tokens;
+    state_.hits_since_sample[hit.tier_of_block[b]] += tokens;
+    budget -= tokens;
+  }
+}
+
+// Which tiers' hits to load and which to recompute. The cache's state is the same either way (the blocks
+// end up pinned in HBM); only the transfers and the prefill work differ.
+void Scheduler::choose_loads(Sequence& seq) {
+  const RequestRecord& r = record(seq);
+  int64_t hits = 0;
+  for (int64_t tokens : r.hit_tokens) hits += tokens;
+  seq.recompute_tier.assign(r.hit_tokens.size(), false);
+  seq.cached_tokens = r.hit_tokens[0];
+  for (size_t t = 1; t < r.hit_tokens.size(); ++t) {
+    int64_t tokens = r.hit_tokens[t];
+    if (tokens == 0) continue;
+    if (config_.recompute_when_faster) {
+      const LoadPath& path = config_.tier_load_paths[t];
+      double bytes = static_cast<double>(cache_.tier(static_cast<int>(t)).layout.bytes_per_token() * tokens);
+      double load_s = path.latency + bytes / path.bandwidth;
+      seq.recompute_tier[t] = cost_.prefill_seconds(hits - tokens, tokens) < load_s;
+    }
+    if (!seq.recompute_tier[t]) seq.cached_tokens += tokens;
+  }
+}
+
+// The collected events as transfers: promotions into one load that `waiter` waits for, demotions and
+// write-throughs into stores nobody waits for. The link carries the lower tier's layout; the GPU converts
+// to and from HBM's layout, which the next step pays for.
+void Scheduler::start_transfers(Sequence* waiter) {
+  load_bytes_.assign(cache_.tier_count(), 0);
+  for (const CacheEvent& e : events_->events) {
+    if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
+    if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
+    bool converts = cache_.tier(e.from_tier).layout.name != cache_.tier(e.to_tier).layout.name &&
+                    (e.from_tier == 0 || e.to_tier == 0);
+    if (converts) {
+      double rate = e.to_tier == 0 ? config_.dequantize_bytes_per_s : config_.quantize_bytes_per_s;
+      conversion_s_ += static_cast<double>(e.from_bytes + e.to_bytes) / rate;
+    }
+    double bytes = static_cast<double>(e.from_tier == 0 ? e.to_bytes : e.from_bytes);
+    if (e.kind == CacheEventKind::kPromote) {
+      load_bytes_[e.from_tier] += bytes;
+      continue;
+    }
+    backend_.start_store(e.from_tier, e.to_tier, bytes);
+  }
+  if (waiter == nullptr) return;
+  if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
+    waiter->load = backend_.start_load(load_bytes_);
+  waiter->load_started_s = backend_.now();
+}
+
+void Scheduler::finish_loads() {
+  double now = backend_.now();
+  for (auto& seq : running_) {
+    if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
+    seq->load.reset();
+    record(*seq).load_wait_s = now - seq->load_started_s;
+    if (seq->prefill_done() && seq->decoded == 0) {  // overlapped prefill finished first
+      record(*seq).first_token_s = now;
+      seq->decoded = 1;
+    }
+  }
+  std::erase_if(running_, [&](const auto& seq) {
+    if (seq->loading() || seq->decoded < seq->request.output_tokens || !seq->prefill_done()) return false;
+    complete(*seq);
+    return true;
+  });
+}
+
+// Decodes first, one token each; prefill chunks from the remaining budget, oldest first. Returns whether
+// the step has work; only then does it take the pending conversion time.
+bool Scheduler::plan_step() {
+  StepPlan& plan = decision_.step;
+  plan.decodes.clear();
+  plan.prefills.clear();
+  int64_t budget = config_.max_batch_tokens;
+  int64_t decode_context = 0;
+  double flops = 0, kv_bytes = 0;
+  for (const auto& seq : running_) {
+    if (!seq->decoding()) continue;
+    plan.decodes.push_back({seq->request.id, seq->context()});
+    decode_context += seq->context();
+    --budget;
+  }
+  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
+    const Sequence& s = *running_[i];
+    if (s.prefill_done() || (s.loading() && !config_.layerwise_overlap)) continue;
+    int64_t tokens = std::min(budget, s.request.input_tokens - s.prefilled);
+    plan.prefills.push_back({s.request.id, s.prefilled, tokens, s.load});
+    budget -= tokens;
+    flops += cost_.prefill_flops(s.prefilled, tokens);
+    kv_bytes += cost_.kv_bytes_per_token() * static_cast<double>(s.prefilled + tokens);
+  }
+  plan.tokens = config_.max_batch_tokens - budget;
+  if (plan.tokens == 0) return false;
+  const auto decodes = static_cast<int64_t>(plan.decodes.size());
+  flops += cost_.decode_flops(decodes, decode_context);
+  kv_bytes += cost_.kv_bytes_per_token() * static_cast<double>(decode_context);
+  plan.compute_s = cost_.step_seconds(flops, kv_bytes, plan.tokens);
+  plan.conversion_s = conversion_s_;
+  plan.seconds = plan.compute_s + plan.conversion_s;
+  conversion_s_ = 0;
+  return true;
+}
+
+void Scheduler::finish_step() {
+  ++state_.steps;
+  apply_step();
+  fit_decode_kv();
+}
+
+// Advances every sequence by what the plan gave it: its prefill chunk, or one decoded token.
+void Scheduler::apply_step() {
+  double now = backend_.now();
+  const std::vector<PrefillChunk>& chunks = decision_.step.prefills;
+  size_t next_chunk = 0;
+  for (auto& seq : running_) {
+    Sequence& s = *seq;
+    RequestRecord& r = record(s);
+    if (next_chunk < chunks.size() && chunks[next_chunk].request_id == s.request.id) {
+      int64_t tokens = chunks[next_chunk++].tokens;
+      if (r.prefill_start_s < 0) r.prefill_start_s = now;
+      s.prefilled += tokens;
+      r.recomputed_tokens += tokens;
+      if (s.prefill_done() && !s.loading()) {
+        r.first_token_s = now;
+        s.decoded = 1;
+      }
+    } else if (s.decoding()) {
+      ++s.decoded;
+      state_.decode_kv_bytes += cost_.kv_bytes_per_token();
+    }
+  }
+  std::erase_if(running_, [&](const auto& seq) {
+    if (seq->decoded < seq->request.output_tokens || seq->loading()) return false;
+    complete(*seq);
+    return true;
+  });
+}
+
+void Scheduler::complete(Sequence& seq) {
+  double now = backend_.now();
+  record(seq).completion_s = now;
+  state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq.decoded - 1);
+  cache_.release(seq.admission);
+  driver_.on_complete(seq.request.id, now);
+}
+
+// Decode KV lives beside the cache in HBM: shrink the cache's area to what is left, preempting the newest
+// request while even the pinned blocks do not fit.
+void Scheduler::fit_decode_kv() {
+  auto cache_area = [&] { return static_cast<int64_t>(config_.kv_space_bytes - state_.decode_kv_bytes); };
+  events_->events.clear();
+  while (!cache_.set_capacity(0, std::max<int64_t>(0, cache_area()))) {
+    if (running_.empty()) break;
+    preempt_newest();
+  }
+  start_transfers(nullptr);  // evictions only: demotions and drops, no promotions
+}
+
+void Scheduler::preempt_newest() {
+  std::unique_ptr<Sequence> seq = std::move(running_.back());
+  running_.pop_back();
+  if (seq->loading()) backend_.cancel_load(*seq->load);
+  seq->load.reset();
+  if (seq->decoded > 1)
+    state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq->decoded - 1);
+  cache_.release(seq->admission);
+  RequestRecord& r = record(*seq);
+  ++r.preemptions;
+  r.first_token_s = -1;
+  std::fill(r.hit_tokens.begin(), r.hit_tokens.end(), 0);
+  seq->cached_tokens = seq->prefilled = seq->decoded = 0;
+  waiting_.push_front(std::move(seq));
+}
+
+}  // namespace kvtier

@@ -1,0 +1,128 @@
+// The serving scheduler: every decision of a vLLM-style engine loop, with no clock of its own.
+//
+// Each iteration it takes the requests the replay driver has ready (a request with no input tokens is
+// rejected at once: there is nothing to prefill), notes loads that finished, and admits waiting requests
+// in arrival order while the cache can pin their KV in HBM (tier 0). Admission counts the prefix hits per
+// tier and chooses, per tier, to load the hits or recompute them (always load; or, with
+// recompute_when_faster, recompute whenever the cost model says that is faster than the tier's load path);
+// the cache's events become one load the request waits for and background stores. Then it plans a step:
+// continuous batching under a token budget, every decode first (one token each), then prefill chunks from
+// what is left of the budget, oldest request first. A request waits for its load before it prefills, or,
+// with layer-wise overlap, prefills at once and emits its first token no earlier than its load finishes.
+// After a step, decode KV grows in HBM outside the cache; the cache's HBM area shrinks to match, and while
+// even the pinned blocks do not fit, the newest running request is preempted (its blocks stay cached; it
+// queues again at the front and is recomputed). When nothing runs and the head of the queue still does not
+// fit, it never will: it is rejected.
+//
+// The scheduler never waits and never measures time: its ServingBackend (serving_backend.h) gives the time
+// and runs the transfers, and whoever drives it runs the steps it plans. The simulator (ServingInstance)
+// sleeps each step for the cost model's time on SimGrid's clock; a GPU loop runs the step's kernels. Both
+// drive it the same way:
+//
+//   while (!scheduler.finished()) {
+//     (let background stores make progress)
+//     const Decision& d = scheduler.decide();
+//     kStep:     run d.step, then scheduler.finish_step();
+//     kWait:     wait until d.next_arrival_s or until a load in d.awaited_loads or a store ends; with
+//                neither to wait for, stop;
+//     kRejected: nothing;
+//     scheduler.end_iteration();
+//   }
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "breakeven.h"
+#include "cost_model.h"
+#include "replay.h"
+#include "request_record.h"
+#include "serving_backend.h"
+#include "step_plan.h"
+#include "tiered_cache.h"
+
+namespace kvtier {
+
+struct SchedulerConfig {
+  int64_t max_batch_tokens = 8192;  // token budget of one step (prefill chunks + one per decode)
+  int64_t max_running = 256;        // sequences in the batch at once
+  double kv_space_bytes = 0;        // HBM left for KV after weights and activations, all GPUs together
+  bool layerwise_overlap = false;
+  double dequantize_bytes_per_s = 0;  // GPU rate converting a lower tier's layout to HBM's (read + write)
+  double quantize_bytes_per_s = 0;
+  // Load policy: with recompute_when_faster, a request recomputes the hits of a lower tier whenever
+  // recomputing them would take less time than loading them (the break-even, per request, without
+  // contention); otherwise every hit is loaded, as vLLM with LMCache does.
+  bool recompute_when_faster = false;
+  std::vector<LoadPath> tier_load_paths;  // per tier; tier 0's is unused
+};
+
+// The figures a sampler reads while the scheduler runs (it may reset the since-sample counters).
+struct SchedulerState {
+  int64_t queued = 0;   // as of the end of the last iteration
+  int64_t running = 0;  // likewise
+  double decode_kv_bytes = 0;
+  std::vector<int64_t> hits_since_sample;  // hit tokens per tier since the last sample
+  int64_t input_since_sample = 0;
+  int64_t steps = 0;  // engine steps run
+};
+
+class Scheduler {
+ public:
+  // Every reference must outlive the scheduler. It receives the cache's events while it exists; a record
+  // per request is appended to `records`, and `state` is kept current.
+  Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache& cache, ReplayDriver& driver,
+            ServingBackend& backend, std::vector<RequestRecord>& records, SchedulerState& state);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // The replay is over and every request has left.
+  bool finished() const;
+  // One iteration's decision (valid until the next call): arrivals, finished loads and admissions first.
+  const Decision& decide();
+  // The step of the last kStep decision has run (the clock is at its end): sequences advance, finished
+  // ones complete, and the cache's HBM area shrinks to the decode KV's growth.
+  void finish_step();
+  // Publishes the queue and batch sizes to the state.
+  void end_iteration();
+
+  int64_t waiting_count() const { return static_cast<int64_t>(waiting_.size()); }
+  int64_t running_count() const { return static_cast<int64_t>(running_.size()); }
+
+ private:
+  struct Sequence;
+  class EventCollector;
+
+  void take_arrivals();
+  void reject(Sequence& seq);
+  void admit_waiting();
+  bool admit(Sequence& seq);
+  void count_hits(Sequence& seq);
+  void choose_loads(Sequence& seq);
+  void start_transfers(Sequence* waiter);
+  void finish_loads();
+  bool plan_step();
+  void apply_step();
+  void complete(Sequence& seq);
+  void fit_decode_kv();
+  void preempt_newest();
+  RequestRecord& record(const Sequence& seq);
+
+  SchedulerConfig config_;
+  const CostModel& cost_;
+  TieredCache& cache_;
+  ReplayDriver& driver_;
+  ServingBackend& backend_;
+  std::vector<RequestRecord>& records_;
+  SchedulerState& state_;
+  std::unique_ptr<EventCollector> events_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // admitted: loading, prefilling or decoding
+  std::vector<double> load_bytes_;                  // start_transfers()'s per-tier totals
+  double conversion_s_ = 0;                         // (de)quantize work to add to the next step
+  Decision decision_;
+};
+
+}  // namespace kvtier

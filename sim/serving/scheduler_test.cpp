@@ -1,0 +1,421 @@
+// The scheduler's decisions, one at a time, without SimGrid: a fake clock and fake links, hand-sized
+// caches (4-token blocks of 8 bytes per token: 32 bytes a block) and a flat prefill rate of 1,000 tokens/s,
+// so every expectation below is arithmetic done by hand.
+#include "scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <deque>
+
+namespace kvtier {
+namespace {
+
+constexpr int64_t kBlockTokens = 4;
+constexpr int64_t kBytesPerToken = 8;
+constexpr int64_t kBlockBytes = kBlockTokens * kBytesPerToken;
+constexpr double kTokensPerS = 1000;
+
+TierSpec tier(const std::string& name, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
+  LayerGroup group;
+  group.layer_count = 1;
+  group.bytes_per_token_per_layer = bytes_per_token;
+  TierSpec spec = single_tier(KvLayout{"flat" + std::to_string(bytes_per_token), {group}}, kBlockTokens,
+                              blocks * bytes_per_token * kBlockTokens, PolicyKind::kLru);
+  spec.name = name;
+  return spec;
+}
+
+// Issues a fixed list of requests at their arrival times and notes completions.
+class ListDriver : public ReplayDriver {
+ public:
+  void add(Request r) { pending_.push_back(std::move(r)); }
+  std::optional<double> next_ready_time() const override {
+    if (pending_.empty()) return std::nullopt;
+    return pending_.front().arrival_s;
+  }
+  Request pop_ready() override {
+    Request r = pending_.front();
+    pending_.pop_front();
+    ++in_flight_;
+    return r;
+  }
+  void on_complete(uint64_t request_id, double) override {
+    completed.push_back(request_id);
+    --in_flight_;
+  }
+  bool done() const override { return pending_.empty() && in_flight_ == 0; }
+  ReplayCounts counts() const override { return {}; }
+
+  std::vector<uint64_t> completed;
+
+ private:
+  std::deque<Request> pending_;
+  int64_t in_flight_ = 0;
+};
+
+// A clock the test sets, and loads that finish when the test says so.
+class FakeBackend : public ServingBackend {
+ public:
+  struct Load {
+    std::vector<double> bytes_by_tier;
+    bool done = false;
+    bool cancelled = false;
+  };
+  struct Store {
+    int from_tier, to_tier;
+    double bytes;
+  };
+
+  double now() const override { return clock; }
+  LoadHandle start_load(std::span<const double> bytes_by_tier) override {
+    loads.push_back({{bytes_by_tier.begin(), bytes_by_tier.end()}});
+    return static_cast<LoadHandle>(loads.size() - 1);
+  }
+  bool load_done(LoadHandle load) override { return loads.at(load).done; }
+  void cancel_load(LoadHandle load) override { loads.at(load).cancelled = true; }
+  void start_store(int from_tier, int to_tier, double bytes) override {
+    stores.push_back({from_tier, to_tier, bytes});
+  }
+
+  double clock = 0;
+  std::vector<Load> loads;
+  std::vector<Store> stores;
+};
+
+// One scheduler over its cache, driver and backend. Call start() after priming the cache and driver.
+struct Harness {
+  explicit Harness(std::vector<TierSpec> tiers, SchedulerConfig c = {})
+      : cache(std::move(tiers)),
+        cost(CostModel::fixed_prefill_rate(ModelCard{}, kTokensPerS, kBytesPerToken)),
+        config(std::move(c)) {
+    if (config.kv_space_bytes == 0) config.kv_space_bytes = static_cast<double>(cache.tier(0).capacity_bytes);
+  }
+
+  void start() {
+    scheduler = std::make_unique<Scheduler>(config, cost, cache, driver, backend, records, state);
+  }
+
+  // Runs a decided step: the clock moves by its planned time.
+  void run(const Decision& decision) {
+    ASSERT_EQ(decision.kind, Decision::Kind::kStep);
+    backend.clock += decision.step.seconds;
+    scheduler->finish_step();
+  }
+  void decide_and_run() { run(scheduler->decide()); }
+
+  TieredCache cache;
+  CostModel cost;
+  SchedulerConfig config;
+  ListDriver driver;
+  FakeBackend backend;
+  std::vector<RequestRecord> records;
+  SchedulerState state;
+  std::unique_ptr<Scheduler> scheduler;
+};
+
+// `blocks` fresh block ids from `first_id`, input filling them, arriving at `arrival_s`.
+Request request(uint64_t id, uint64_t first_id, int64_t blocks, int64_t output_tokens = 1,
+                double arrival_s = 0) {
+  Request r;
+  r.id = id;
+  r.arrival_s = arrival_s;
+  r.input_tokens = blocks * kBlockTokens;
+  r.output_tokens = output_tokens;
+  for (int64_t b = 0; b < blocks; ++b) r.block_ids.push_back(first_id + static_cast<uint64_t>(b));
+  return r;
+}
+
+std::vector<uint64_t> prefill_ids(const StepPlan& plan) {
+  std::vector<uint64_t> ids;
+  for (const PrefillChunk& c : plan.prefills) ids.push_back(c.request_id);
+  return ids;
+}
+
+TEST(Scheduler, AdmitsInArrivalOrderUpToMaxRunning) {
+  SchedulerConfig config;
+  config.max_running = 2;
+  Harness h({tier("hbm", 100)}, config);
+  for (uint64_t id = 0; id < 3; ++id) h.driver.add(request(id, 100 * id, 2));
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  ASSERT_EQ(d.kind, Decision::Kind::kStep);
+  EXPECT_EQ(prefill_ids(d.step), (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(h.scheduler->running_count(), 2);
+  EXPECT_EQ(h.scheduler->waiting_count(), 1);
+  EXPECT_EQ(h.records[2].admitted_s, -1);
+}
+
+TEST(Scheduler, ARequestThatDoesNotFitHoldsBackTheQueue) {
+  // HBM holds 5 blocks: A (3) runs, B (3) does not fit beside it, and C (1), which would, waits behind B.
+  Harness h({tier("hbm", 5)});
+  h.driver.add(request(0, 100, 3));
+  h.driver.add(request(1, 200, 3));
+  h.driver.add(request(2, 300, 1));
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  ASSERT_EQ(d.kind, Decision::Kind::kStep);
+  EXPECT_EQ(prefill_ids(d.step), (std::vector<uint64_t>{0}));
+  EXPECT_EQ(h.scheduler->waiting_count(), 2);
+}
+
+TEST(Scheduler, DecodesFirstThenChunksOldestFirstUnderTheBudget) {
+  // A budget of 10 tokens. A: 8 input tokens, 5 output; B: 12 input tokens; C: 4 input tokens.
+  SchedulerConfig config;
+  config.max_batch_tokens = 10;
+  Harness h({tier("hbm", 100)}, config);
+  h.driver.add(request(0, 100, 2, 5));
+  h.driver.add(request(1, 200, 3, 2));
+  h.driver.add(request(2, 300, 1, 2));
+  h.start();
+
+  // Step 1: no decodes; A's 8 tokens, then 2 of B's 12; nothing left for C.
+  const StepPlan& first = h.scheduler->decide().step;
+  EXPECT_TRUE(first.decodes.empty());
+  ASSERT_EQ(first.prefills.size(), 2u);
+  EXPECT_EQ(first.prefills[0].request_id, 0u);
+  EXPECT_EQ(first.prefills[0].start_token, 0);
+  EXPECT_EQ(first.prefills[0].tokens, 8);
+  EXPECT_EQ(first.prefills[1].request_id, 1u);
+  EXPECT_EQ(first.prefills[1].tokens, 2);
+  EXPECT_EQ(first.tokens, 10);
+  EXPECT_DOUBLE_EQ(first.seconds, 10 / kTokensPerS);
+  h.backend.clock += first.seconds;
+  h.scheduler->finish_step();
+  EXPECT_DOUBLE_EQ(h.records[0].first_token_s, 0.010);  // A's prefill is done: its first token
+
+  // Step 2: A decodes one token over 8 + 1 tokens of context; B takes the other 9, after its first 2.
+  const StepPlan& second = h.scheduler->decide().step;
+  ASSERT_EQ(second.decodes.size(), 1u);
+  EXPECT_EQ(second.decodes[0].request_id, 0u);
+  EXPECT_EQ(second.decodes[0].context_tokens, 9);
+  ASSERT_EQ(second.prefills.size(), 1u);
+  EXPECT_EQ(second.prefills[0].request_id, 1u);
+  EXPECT_EQ(second.prefills[0].start_token, 2);
+  EXPECT_EQ(second.prefills[0].tokens, 9);
+  h.backend.clock += second.seconds;
+  h.scheduler->finish_step();
+
+  // Step 3: A decodes; B's last token; C's 4 tokens.
+  const StepPlan& third = h.scheduler->decide().step;
+  EXPECT_EQ(third.decodes.size(), 1u);
+  EXPECT_EQ(prefill_ids(third), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(third.prefills[0].tokens, 1);
+  EXPECT_EQ(third.prefills[1].tokens, 4);
+  EXPECT_EQ(third.tokens, 6);
+}
+
+// HBM holds 8 blocks, DRAM 100. Blocks 1-4 are cached in DRAM only (a request used them, then one of 8
+// other blocks pushed them out of HBM); the request under test is blocks 1-5, 20 tokens, 16 of them hits in
+// DRAM. Recomputing those 16 tokens takes 16 ms at 1,000 tokens/s.
+Harness dram_hit_harness(double load_latency_s, double load_bandwidth, bool layerwise = false) {
+  SchedulerConfig config;
+  config.layerwise_overlap = layerwise;
+  config.recompute_when_faster = true;
+  config.tier_load_paths = {LoadPath{}, LoadPath{LoadSource::kDram, "dram", load_bandwidth, load_latency_s}};
+  Harness h({tier("hbm", 8), tier("dram", 100)}, config);
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14, 15, 16, 17, 18}, a);
+  h.cache.release(a);
+  EXPECT_FALSE(h.cache.contains(0, 1));
+  EXPECT_TRUE(h.cache.contains(1, 4));
+  h.driver.add(request(7, 1, 5, 3));
+  return h;
+}
+
+TEST(Scheduler, LoadsHitsWhenLoadingIsFaster) {
+  // 16 tokens × 8 bytes = 128 bytes: 10 ms latency + 128 B at 25,600 B/s = 15 ms < 16 ms.
+  Harness h = dram_hit_harness(0.010, 25600);
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  EXPECT_EQ(h.records[0].hit_tokens, (std::vector<int64_t>{0, 16}));
+  ASSERT_EQ(h.backend.loads.size(), 1u);
+  EXPECT_EQ(h.backend.loads[0].bytes_by_tier, (std::vector<double>{0, 128}));
+  // Its load is pending, so it does not prefill: nothing can run and the engine waits for the load.
+  ASSERT_EQ(d.kind, Decision::Kind::kWait);
+  EXPECT_EQ(d.awaited_loads, (std::vector<LoadHandle>{0}));
+  EXPECT_EQ(d.next_arrival_s, std::nullopt);
+
+  h.backend.clock = 0.015;
+  h.backend.loads[0].done = true;
+  const Decision& after = h.scheduler->decide();
+  EXPECT_DOUBLE_EQ(h.records[0].load_wait_s, 0.015);
+  ASSERT_EQ(after.kind, Decision::Kind::kStep);
+  ASSERT_EQ(after.step.prefills.size(), 1u);
+  EXPECT_EQ(after.step.prefills[0].start_token, 16);  // only the last block is computed
+  EXPECT_EQ(after.step.prefills[0].tokens, 4);
+}
+
+TEST(Scheduler, RecomputesHitsWhenRecomputingIsFaster) {
+  // 10 ms latency + 128 B at 18,286 B/s = 17 ms > 16 ms.
+  Harness h = dram_hit_harness(0.010, 128 / 0.007);
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  EXPECT_EQ(h.records[0].hit_tokens, (std::vector<int64_t>{0, 16}));
+  EXPECT_TRUE(h.backend.loads.empty());
+  ASSERT_EQ(d.kind, Decision::Kind::kStep);
+  ASSERT_EQ(d.step.prefills.size(), 1u);
+  EXPECT_EQ(d.step.prefills[0].start_token, 0);
+  EXPECT_EQ(d.step.prefills[0].tokens, 20);
+}
+
+TEST(Scheduler, LayerwiseOverlapPrefillsUnderItsLoadAndEmitsTheFirstTokenWhenItLands) {
+  Harness h = dram_hit_harness(0.010, 25600, true);
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  ASSERT_EQ(d.kind, Decision::Kind::kStep);
+  ASSERT_EQ(d.step.prefills.size(), 1u);
+  EXPECT_EQ(d.step.prefills[0].start_token, 16);
+  EXPECT_EQ(d.step.prefills[0].overlapped_load, std::optional<LoadHandle>{0});
+  h.run(d);  // 4 ms: the prefill is done, the load is not
+  EXPECT_EQ(h.records[0].first_token_s, -1);
+  EXPECT_EQ(h.scheduler->decide().kind, Decision::Kind::kWait);
+
+  h.backend.clock = 0.015;
+  h.backend.loads[0].done = true;
+  const Decision& after = h.scheduler->decide();
+  EXPECT_DOUBLE_EQ(h.records[0].first_token_s, 0.015);
+  ASSERT_EQ(after.kind, Decision::Kind::kStep);
+  ASSERT_EQ(after.step.decodes.size(), 1u);  // the second token
+  EXPECT_TRUE(after.step.prefills.empty());
+}
+
+TEST(Scheduler, EvictionsBecomeStoresAndConversionsLengthenTheNextStep) {
+  // DRAM holds a 4-bytes-per-token layout; the GPU converts at 1,000 B/s. Loading the 4 hit blocks moves
+  // 4 × 16 B over the link and converts 4 × (16 + 32) B: 192 ms; evicting 5 unpinned HBM blocks (11-15)
+  // to make room writes 5 × 16 B to DRAM and converts 5 × (32 + 16) B: 240 ms.
+  SchedulerConfig config;
+  config.dequantize_bytes_per_s = config.quantize_bytes_per_s = 1000;
+  Harness h({tier("hbm", 8), tier("dram", 100, 4)}, config);
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14, 15, 16, 17, 18}, a);
+  h.cache.release(a);
+  h.driver.add(request(7, 1, 5));
+  h.start();
+  h.scheduler->decide();
+  ASSERT_EQ(h.backend.loads.size(), 1u);
+  EXPECT_EQ(h.backend.loads[0].bytes_by_tier, (std::vector<double>{0, 64}));
+  double stored = 0;
+  for (const FakeBackend::Store& s : h.backend.stores) {
+    EXPECT_EQ(s.from_tier, 0);
+    EXPECT_EQ(s.to_tier, 1);
+    stored += s.bytes;
+  }
+  EXPECT_EQ(stored, 80);
+  h.backend.loads[0].done = true;
+  const StepPlan& step = h.scheduler->decide().step;
+  EXPECT_DOUBLE_EQ(step.compute_s, 4 / kTokensPerS);
+  EXPECT_DOUBLE_EQ(step.conversion_s, 0.192 + 0.240);
+  EXPECT_DOUBLE_EQ(step.seconds, step.compute_s + step.conversion_s);
+}
+
+TEST(Scheduler, DecodeKvGrowthPreemptsTheNewestRequest) {
+  // 4 blocks of HBM (128 B) for KV. A and B hold 2 blocks each and decode; after their first decode step
+  // their KV has grown by 2 × 8 B, leaving 112 B: 3 blocks, fewer than the 4 pinned. B, the newer, is
+  // preempted: its 8 B of decode KV go, and A's 2 blocks fit in 120 B.
+  Harness h({tier("hbm", 4)});
+  h.driver.add(request(0, 100, 2, 10));
+  h.driver.add(request(1, 200, 2, 10));
+  h.start();
+  h.decide_and_run();  // both prefill and emit their first token
+  EXPECT_EQ(h.scheduler->running_count(), 2);
+  h.decide_and_run();  // both decode
+  EXPECT_EQ(h.scheduler->running_count(), 1);
+  EXPECT_EQ(h.scheduler->waiting_count(), 1);
+  EXPECT_EQ(h.records[0].preemptions, 0);
+  EXPECT_EQ(h.records[1].preemptions, 1);
+  EXPECT_EQ(h.records[1].first_token_s, -1);
+  EXPECT_DOUBLE_EQ(h.state.decode_kv_bytes, 8);
+  EXPECT_EQ(h.cache.capacity_blocks(0), 3);
+  // B queues again at the front and cannot come back while A's decode KV leaves only 3 blocks.
+  const Decision& d = h.scheduler->decide();
+  ASSERT_EQ(d.kind, Decision::Kind::kStep);
+  EXPECT_EQ(d.step.decodes.size(), 1u);
+  EXPECT_EQ(d.step.decodes[0].request_id, 0u);
+  EXPECT_TRUE(d.step.prefills.empty());
+}
+
+TEST(Scheduler, PreemptingALoadingRequestCancelsItsLoad) {
+  // A (2 blocks) decodes; B (blocks 1-2, cached in DRAM only) waits for its load. A's first decode step
+  // leaves 4 × 32 − 8 = 120 B: 3 blocks, fewer than the 4 pinned, so B is preempted mid-load.
+  Harness h({tier("hbm", 4), tier("dram", 100)});
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
+  h.cache.release(a);
+  h.driver.add(request(0, 100, 2, 10));
+  h.driver.add(request(1, 1, 2, 10));
+  h.start();
+  h.decide_and_run();  // A prefills; B waits for its load
+  ASSERT_EQ(h.backend.loads.size(), 1u);
+  EXPECT_FALSE(h.backend.loads[0].cancelled);
+  h.decide_and_run();  // A decodes
+  EXPECT_TRUE(h.backend.loads[0].cancelled);
+  EXPECT_EQ(h.records[1].preemptions, 1);
+}
+
+TEST(Scheduler, RejectsARequestThatCanNeverFitOnceNothingRuns) {
+  // HBM holds 4 blocks. A (blocks 1-2, cached in DRAM only) waits for its load; B (5 blocks) waits while A
+  // is admitted, even though nothing can step, and is rejected once A has finished; C is then served.
+  Harness h({tier("hbm", 4), tier("dram", 100)});
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
+  h.cache.release(a);
+  h.driver.add(request(0, 1, 2));
+  h.driver.add(request(1, 200, 5));
+  h.driver.add(request(2, 300, 1, 1, 1.0));
+  h.start();
+  EXPECT_EQ(h.scheduler->decide().kind, Decision::Kind::kWait);
+  EXPECT_FALSE(h.records[1].rejected);
+  h.backend.loads.at(0).done = true;
+  h.decide_and_run();  // A's one output token: it completes
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0}));
+  EXPECT_FALSE(h.records[1].rejected);
+  EXPECT_EQ(h.scheduler->decide().kind, Decision::Kind::kRejected);
+  EXPECT_TRUE(h.records[1].rejected);
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0, 1}));
+  const Decision& idle = h.scheduler->decide();
+  ASSERT_EQ(idle.kind, Decision::Kind::kWait);
+  EXPECT_EQ(idle.next_arrival_s, std::optional<double>{1.0});
+  h.backend.clock = 1.0;
+  h.decide_and_run();
+  EXPECT_TRUE(h.scheduler->finished());
+  EXPECT_FALSE(h.records[2].rejected);
+}
+
+TEST(Scheduler, ARequestWithNoInputIsRejectedOnArrivalAndNoEmptyStepIsPlanned) {
+  Harness h({tier("hbm", 4)});
+  Request empty = request(0, 100, 0, 5);
+  ASSERT_EQ(empty.input_tokens, 0);
+  h.driver.add(empty);
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  EXPECT_NE(d.kind, Decision::Kind::kStep);
+  EXPECT_TRUE(h.records[0].rejected);
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0}));
+  EXPECT_TRUE(h.scheduler->finished());
+}
+
+TEST(Scheduler, EndIterationPublishesQueueAndBatch) {
+  SchedulerConfig config;
+  config.max_running = 1;
+  Harness h({tier("hbm", 100)}, config);
+  h.driver.add(request(0, 100, 1));
+  h.driver.add(request(1, 200, 1));
+  h.start();
+  h.scheduler->decide();
+  EXPECT_EQ(h.state.running, 0);  // not yet: a sampler sees the previous iteration's figures
+  h.scheduler->end_iteration();
+  EXPECT_EQ(h.state.running, 1);
+  EXPECT_EQ(h.state.queued, 1);
+  EXPECT_EQ(h.state.input_since_sample, 4);
+}
+
+}  // namespace
+}  // namespace kvtier
