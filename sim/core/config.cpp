@@ -8,7 +8,6 @@
 #include <functional>
 #include <map>
 #include <set>
-#include <sstream>
 
 namespace kvtier {
 namespace {
@@ -66,6 +65,7 @@ namespace {
 
 // Bounds the walks over a document: aliases let a few bytes of YAML name a very large tree.
 constexpr size_t kMaxValues = 1'000'000;
+constexpr size_t kMaxFileBytes = size_t{16} << 20;
 
 struct DuplicateKey {
   YAML::Mark mark;  // of the second occurrence
@@ -144,11 +144,17 @@ ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<ConfigTree> tree, std::s
 
 ConfigNode ConfigNode::load_file(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw ConfigError(path + ": is a directory, expected a YAML file");
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return load_string(text.str(), path);
+  // Bounded, so that a device such as /dev/zero given as a file ends in an error.
+  std::string text(kMaxFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.bad()) throw ConfigError(path + ": cannot read file");
+  if (static_cast<size_t>(in.gcount()) > kMaxFileBytes) {
+    throw ConfigError(path + ": larger than 16 MiB, expected a YAML file");
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  return load_string(text, path);
 }
 
 ConfigNode ConfigNode::load_string(const std::string& text, const std::string& name) {

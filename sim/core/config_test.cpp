@@ -221,5 +221,9 @@ TEST(Config, ADirectoryIsNotAConfigurationFile) {
   EXPECT_EQ(error_of([&] { load_config(dir, "models"); }), dir + ": is a directory, expected a YAML file");
 }
 
+TEST(Config, AnEndlessFileIsAnError) {
+  EXPECT_EQ(error_of([] { ConfigNode::load_file("/dev/zero"); }), "/dev/zero: larger than 16 MiB, expected a YAML file");
+}
+
 }  // namespace
 }  // namespace kvtier

@@ -136,11 +136,12 @@ TEST(Scenario, ASetKeyNothingReadsIsAnError) {
   EXPECT_EQ(plan_error(kScenario + kVariants, {"workload.rate=2"}),
             "--set workload.rate=2: workload.rate is not read by this scenario (its workload is loop: closed, "
             "source: agent) in any variant");
-  // Read once the loop is open.
+  // Read once the loop is open; a null (or empty) value removes a key and needs no reader.
   EXPECT_EQ(plan(kScenario, {"workload.loop=open", "workload.source=agent", "workload.requests=10",
                              "workload.sessions=null", "workload.rate=2"})
                 .size(),
             1u);
+  EXPECT_EQ(plan(kScenario, {"workload.loop=open", "workload.requests=10", "workload.sessions="}).size(), 1u);
 }
 
 TEST(Scenario, ASetThatEveryVariantReplacesIsAnError) {
