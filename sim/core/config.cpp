@@ -63,16 +63,10 @@ struct ConfigTree {
 
 namespace {
 
-// Bounds the walks over a document: aliases let a few bytes of YAML name a very large tree.
-constexpr size_t kMaxValues = 1'000'000;
+// Bounds the walks over a document: aliases let a few bytes of YAML name a very large tree, or a cycle.
+constexpr size_t kMaxValues = 100'000;
+constexpr size_t kMaxDepth = 1'000;
 constexpr size_t kMaxFileBytes = size_t{16} << 20;
-
-struct DuplicateKey {
-  YAML::Mark mark;  // of the second occurrence
-  YAML::Mark first;
-  std::string path;
-  std::string key;
-};
 
 std::string join_key(const std::string& path, const std::string& key) {
   return path.empty() ? key : path + "." + key;
@@ -82,41 +76,76 @@ std::string join_index(const std::string& path, size_t index) {
   return path + "[" + std::to_string(index) + "]";
 }
 
-// yaml-cpp keeps both pairs of a key given twice in a mapping (and lookups return the first); finds the
-// first such key, depth first. Counts values visited in `budget`.
-std::optional<DuplicateKey> find_duplicate_key(const YAML::Node& node, const std::string& path, size_t& budget) {
-  if (++budget > kMaxValues) return std::nullopt;
-  if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) {
-      if (auto found = find_duplicate_key(node[i], join_index(path, i), budget)) return found;
-    }
-  } else if (node.IsMap()) {
-    std::map<std::string, YAML::Mark> seen;
-    for (const auto& entry : node) {
-      if (!entry.first.IsScalar()) continue;
-      const std::string& key = entry.first.Scalar();
-      auto [it, inserted] = seen.emplace(key, entry.first.Mark());
-      if (!inserted) return DuplicateKey{entry.first.Mark(), it->second, join_key(path, key), key};
-      if (auto found = find_duplicate_key(entry.second, join_key(path, key), budget)) return found;
-    }
-  }
-  return std::nullopt;
-}
+struct DuplicateKey {
+  YAML::Mark mark;  // of the second occurrence
+  YAML::Mark first;
+  std::string path;
+  std::string key;
+};
 
-// Throws when `node` holds a duplicate key or more than kMaxValues values; `where` names a mark's place,
-// and `in_file` says whether line numbers mean anything to the reader.
+// A walk over a document for keys given twice in one mapping (yaml-cpp keeps both pairs, and lookups
+// return the first). Key paths are kept as steps and joined only for the error.
+class DuplicateKeySearch {
+ public:
+  enum class Outcome { kUnique, kDuplicate, kTooLarge };
+
+  Outcome run(const YAML::Node& node) { return visit(node, 0); }
+  const DuplicateKey& duplicate() const { return duplicate_; }
+
+ private:
+  Outcome visit(const YAML::Node& node, size_t depth) {
+    if (++values_ > kMaxValues || depth > kMaxDepth) return Outcome::kTooLarge;
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i) {
+        steps_.push_back(join_index("", i));
+        if (Outcome o = visit(node[i], depth + 1); o != Outcome::kUnique) return o;
+        steps_.pop_back();
+      }
+    } else if (node.IsMap()) {
+      std::map<std::string, YAML::Mark> seen;
+      for (const auto& entry : node) {
+        if (!entry.first.IsScalar()) continue;
+        const std::string& key = entry.first.Scalar();
+        steps_.push_back("." + key);
+        auto [first, inserted] = seen.emplace(key, entry.first.Mark());
+        if (!inserted) {
+          duplicate_ = {entry.first.Mark(), first->second, path(), key};
+          return Outcome::kDuplicate;
+        }
+        if (Outcome o = visit(entry.second, depth + 1); o != Outcome::kUnique) return o;
+        steps_.pop_back();
+      }
+    }
+    return Outcome::kUnique;
+  }
+
+  std::string path() const {
+    std::string joined;
+    for (const std::string& step : steps_) joined += step;
+    return joined;
+  }
+
+  size_t values_ = 0;
+  std::vector<std::string> steps_;
+  DuplicateKey duplicate_;
+};
+
+// Throws when `node`, put at `path`, holds a duplicate key, more than kMaxValues values or more than
+// kMaxDepth levels; `where` names a mark's place, and `in_file` says whether line numbers mean anything.
 void require_unique_keys(const YAML::Node& node, const std::string& path, bool in_file,
                          const std::function<std::string(const YAML::Mark&)>& where) {
-  size_t budget = 0;
-  std::optional<DuplicateKey> duplicate = find_duplicate_key(node, path, budget);
-  if (budget > kMaxValues) {
+  DuplicateKeySearch search;
+  DuplicateKeySearch::Outcome outcome = search.run(node);
+  if (outcome == DuplicateKeySearch::Outcome::kTooLarge) {
     throw ConfigError(where(YAML::Mark::null_mark()) + ": expected at most " + std::to_string(kMaxValues) +
-                      " values (aliases expand to more)");
+                      " values and " + std::to_string(kMaxDepth) + " levels (aliases expand to more)");
   }
-  if (!duplicate) return;
-  std::string first = in_file ? " (first at line " + std::to_string(duplicate->first.line + 1) + ")" : "";
-  throw ConfigError(where(duplicate->mark) + ": " + duplicate->path + ": duplicate key '" + duplicate->key +
-                    "'" + first);
+  if (outcome == DuplicateKeySearch::Outcome::kUnique) return;
+  const DuplicateKey& duplicate = search.duplicate();
+  std::string key_path = path + duplicate.path;
+  if (path.empty() && !key_path.empty() && key_path[0] == '.') key_path.erase(0, 1);
+  std::string first = in_file ? " (first at line " + std::to_string(duplicate.first.line + 1) + ")" : "";
+  throw ConfigError(where(duplicate.mark) + ": " + key_path + ": duplicate key '" + duplicate.key + "'" + first);
 }
 
 // The key paths of the leaves of `value` put at `path`: the path itself for a scalar or an empty value. A
@@ -143,7 +172,10 @@ ConfigNode::ConfigNode(YAML::Node node, std::shared_ptr<ConfigTree> tree, std::s
     : node_(std::move(node)), tree_(std::move(tree)), path_(std::move(path)) {}
 
 ConfigNode ConfigNode::load_file(const std::string& path) {
-  if (std::filesystem::is_directory(path)) throw ConfigError(path + ": is a directory, expected a YAML file");
+  std::error_code ignored;  // then opening the file fails below
+  if (std::filesystem::is_directory(path, ignored)) {
+    throw ConfigError(path + ": is a directory, expected a YAML file");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path + ": cannot open file");
   // Bounded, so that a device such as /dev/zero given as a file ends in an error.

@@ -126,7 +126,15 @@ TEST(Config, AliasesThatExpandBeyondAMillionValuesAreAnError) {
     yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + list + "]\n";
   }
   std::string message = error_of([&] { ConfigNode::load_string(yaml, "bomb.yaml"); });
-  EXPECT_EQ(message, "bomb.yaml: expected at most 1000000 values (aliases expand to more)");
+  EXPECT_EQ(message, "bomb.yaml: expected at most 100000 values and 1000 levels (aliases expand to more)");
+}
+
+TEST(Config, AnAliasInsideItsOwnAnchorIsAnError) {
+  std::string message = error_of([] { ConfigNode::load_string("a: &a [1, *a]\n", "cycle.yaml"); });
+  EXPECT_EQ(message, "cycle.yaml: expected at most 100000 values and 1000 levels (aliases expand to more)");
+  ConfigNode root = ConfigNode::load_string("w: 1\n", "s.yaml");
+  message = error_of([&] { root.set("w", "&a {x: *a}"); });
+  EXPECT_EQ(message, "--set w=&a {x: *a}: expected at most 100000 values and 1000 levels (aliases expand to more)");
 }
 
 TEST(Config, CloneKeepsLinesAndColumns) {
@@ -219,6 +227,12 @@ TEST(Config, ADirectoryIsNotAConfigurationFile) {
   std::string dir = std::filesystem::temp_directory_path().string();
   EXPECT_EQ(error_of([&] { ConfigNode::load_file(dir); }), dir + ": is a directory, expected a YAML file");
   EXPECT_EQ(error_of([&] { load_config(dir, "models"); }), dir + ": is a directory, expected a YAML file");
+}
+
+TEST(Config, ANameTooLongForAPathIsNoSuchFile) {
+  std::string name(5000, 'x');
+  EXPECT_EQ(error_of([&] { ConfigNode::load_file(name); }), name + ": cannot open file");
+  EXPECT_EQ(error_of([&] { load_config(name, "models"); }).rfind(name + ": no such file", 0), 0u);
 }
 
 TEST(Config, AnEndlessFileIsAnError) {

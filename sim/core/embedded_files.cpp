@@ -18,12 +18,13 @@ std::vector<std::string> embedded_names(const std::string& folder) {
 }
 
 ConfigNode load_config(const std::string& name_or_path, const std::string& folder) {
-  if (std::filesystem::is_regular_file(name_or_path)) return ConfigNode::load_file(name_or_path);
+  std::error_code ignored;  // a name too long for a path, say: then it is no file on disk
+  if (std::filesystem::is_regular_file(name_or_path, ignored)) return ConfigNode::load_file(name_or_path);
   std::string wanted = folder + "/" + name_or_path + ".yaml";
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path == wanted) return ConfigNode::load_string(std::string(f.text), wanted + " (built in)");
   }
-  if (std::filesystem::is_directory(name_or_path)) {
+  if (std::filesystem::is_directory(name_or_path, ignored)) {
     throw ConfigError(name_or_path + ": is a directory, expected a YAML file");
   }
   std::vector<std::string> names = embedded_names(folder);
