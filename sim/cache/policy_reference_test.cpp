@@ -135,7 +135,8 @@ TEST(S3FifoMatchesPaper, SameHitsAsAlgorithm1AtEveryThreshold) {
   for (int threshold : {1, 2, 3}) {
     for (int64_t capacity : kCapacities) {
       for (const Sequence& sequence : sequences(capacity, 29 + static_cast<uint32_t>(capacity))) {
-        OneTierDriver s3fifo(PolicyKind::kS3Fifo, capacity, PolicyOptions{.move_to_main_threshold = threshold});
+        OneTierDriver s3fifo(PolicyKind::kS3Fifo, capacity,
+                             PolicyOptions{.move_to_main_threshold = threshold});
         testing::S3FifoReference reference(capacity, threshold);
         int at = first_difference(
             sequence.blocks, [&](uint32_t b) { return s3fifo.access(b); },

@@ -16,6 +16,24 @@ PolicyKind parse_policy(const ConfigNode& node) {
             (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
 }
 
+// `policy: s3fifo`, or with parameters `policy: {name: s3fifo, move_to_main_threshold: 1}`.
+void parse_policy_key(const ConfigNode& node, TierSpec& tier) {
+  if (!node.is_map()) {
+    tier.policy = parse_policy(node);
+    return;
+  }
+  node.allow_keys({"name", "move_to_main_threshold"});
+  tier.policy = parse_policy(node.child("name"));
+  if (!node.has("move_to_main_threshold")) return;
+  ConfigNode threshold = node.child("move_to_main_threshold");
+  if (tier.policy != PolicyKind::kS3Fifo) threshold.fail("applies to policy s3fifo only");
+  int64_t references = threshold.as_integer();
+  if (references < 1 || references > 3) {
+    threshold.fail("expected 1, 2 or 3 references (frequencies are capped at 3)");
+  }
+  tier.policy_options.move_to_main_threshold = static_cast<int>(references);
+}
+
 int64_t parse_capacity_bytes(const ConfigNode& tier, int64_t bytes_per_block, int64_t block_tokens) {
   int given = tier.has("capacity") + tier.has("capacity_tokens") + tier.has("capacity_blocks");
   if (given != 1)
@@ -63,7 +81,7 @@ void parse_lower_tier_keys(const ConfigNode& node, TierSpec& tier) {
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
                     const std::optional<int64_t>& given_capacity_bytes) {
   node.allow_keys({"name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy", "prefix_aware",
-                   "placement", "write", "promote_on_hit", "admit_after"});
+                   "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
   TierSpec tier;
   tier.name = node.string("name");
   tier.block_tokens = block_tokens;
@@ -72,8 +90,11 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
       build_layout(model, parse_precision_map(kv), kv.is_scalar() ? kv.as_string() : tier.name + ".kv");
   tier.capacity_bytes = given_capacity_bytes ? *given_capacity_bytes
                                              : parse_capacity_bytes(node, tier.bytes_per_block(), block_tokens);
-  if (node.has("policy")) tier.policy = parse_policy(node.child("policy"));
+  if (node.has("policy")) parse_policy_key(node.child("policy"), tier);
   tier.prefix_aware = node.boolean("prefix_aware", false);
+  tier.recency_order = parse_choice(node, "recency_order", "first_block_most_recent", "last_block_most_recent",
+                                    RecencyOrder::kFirstBlockMostRecent, RecencyOrder::kLastBlockMostRecent,
+                                    RecencyOrder::kFirstBlockMostRecent);
   if (index == 0) {
     for (const char* key : {"placement", "write", "promote_on_hit", "admit_after"}) {
       if (node.has(key))

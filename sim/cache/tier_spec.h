@@ -31,17 +31,25 @@ namespace kvtier {
 enum class Placement { kInclusive, kExclusive };
 enum class WriteMode { kSpill, kThrough };
 
+// The order in which a finished request's blocks become recent again in this tier's policy (its LRU
+// order, its FIFO queues): released last block first, the request's first block ends up the most recent
+// (vLLM frees a request's blocks in this order); released in request order, its last block does, as a
+// plain block trace of the request would leave them.
+enum class RecencyOrder { kFirstBlockMostRecent, kLastBlockMostRecent };
+
 struct TierSpec {
   std::string name;
   KvLayout layout;
   int64_t block_tokens = 0;
   int64_t capacity_bytes = 0;
   PolicyKind policy = PolicyKind::kLru;
+  PolicyOptions policy_options;
   bool prefix_aware = false;  // evict leaves first; drop blocks whose parent left the hierarchy
   Placement placement = Placement::kInclusive;
   WriteMode write = WriteMode::kSpill;
   bool promote_on_hit = true;
   int64_t admit_after = 1;
+  RecencyOrder recency_order = RecencyOrder::kFirstBlockMostRecent;
 
   int64_t bytes_per_block() const { return layout.bytes_per_block(block_tokens); }
   int64_t capacity_blocks() const { return capacity_bytes / bytes_per_block(); }
@@ -52,6 +60,7 @@ struct TierSpec {
 // tiers after the first placement, write, promote_on_hit, admit_after. `tier0_capacity_bytes`, when given,
 // is tier 0's capacity (a scenario sizes HBM from what the weights leave; REQUIRES: tier 0 then names no
 // capacity key, which the caller rejects in its own words). Throws ConfigError located at the offending key.
+// `policy` is a name or a map {name, move_to_main_threshold}; every tier takes `recency_order`.
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
                                   std::optional<int64_t> tier0_capacity_bytes = std::nullopt);
 

@@ -31,9 +31,12 @@ TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int
     Tier tier;
     tier.block_bytes = spec.bytes_per_block();
     tier.capacity_blocks = spec.capacity_blocks();
-    tier.policy = make_policy(spec.policy);
+    tier.policy = make_policy(spec.policy, spec.policy_options);
     tier.policy->set_capacity(tier.capacity_blocks);
     any_prefix_aware_ = any_prefix_aware_ || spec.prefix_aware;
+    if (spec.recency_order == RecencyOrder::kLastBlockMostRecent) {
+      released_in_request_order_ |= 1u << tiers_.size();
+    }
     tier.spec = std::move(spec);
     tiers_.push_back(std::move(tier));
   }
@@ -120,7 +123,7 @@ void TieredCache::remove_from_tier(int t, uint32_t slot) {
   if (block.pins == 0) count_child(t, slot, -1);
 }
 
-void TieredCache::set_pins(uint32_t slot, uint32_t pins) {
+void TieredCache::set_pins(uint32_t slot, uint32_t pins, uint32_t defer_release_mask) {
   Block& block = blocks_[slot];
   bool was_pinned = block.pins > 0;
   block.pins = pins;
@@ -129,7 +132,7 @@ void TieredCache::set_pins(uint32_t slot, uint32_t pins) {
     int t = std::countr_zero(mask);
     tiers_[t].pinned += pins > 0 ? 1 : -1;
     count_child(t, slot, pins > 0 ? -1 : +1);
-    sync_hold(t, slot);
+    if (pins > 0 || !(defer_release_mask >> t & 1u)) sync_hold(t, slot);
   }
 }
 
@@ -237,15 +240,24 @@ void TieredCache::bring_to_tier0(uint32_t slot, bool leading_hit) {
   write_through(0, slot);
 }
 
+// Blocks are unpinned last block first, so in each tier's policy the request's first block becomes the
+// most recent; tiers with recency_order: last_block_most_recent get theirs back afterwards, first block
+// first. (Only the order of giving blocks back to the policies differs; holds and drops do not.)
 void TieredCache::release(Admission& admission) {
   for (auto it = admission.slots.rbegin(); it != admission.slots.rend(); ++it) {
     uint32_t slot = *it;
     Block& block = blocks_[slot];
-    set_pins(slot, block.pins - 1);
+    set_pins(slot, block.pins - 1, released_in_request_order_);
     if (block.pins == 0 && block.transient) {
       block.transient = false;
       remove_from_tier(0, slot);
       emit(CacheEventKind::kDrop, slot, 0, -1);
+    }
+  }
+  if (released_in_request_order_ != 0) {
+    for (uint32_t slot : admission.slots) {
+      uint32_t deferred = blocks_[slot].tier_mask & released_in_request_order_;
+      for (; deferred != 0; deferred &= deferred - 1) sync_hold(std::countr_zero(deferred), slot);
     }
   }
   admission.admitted = false;

@@ -9,8 +9,9 @@
 //                     made by evicting unpinned blocks, which are demoted or dropped by the tiers' rules.
 //                     If tier 0 cannot hold the request next to the blocks already pinned, admission fails
 //                     and nothing changes;
-//   release(adm)      the request ends: its blocks are unpinned and stay cached (released last block first,
-//                     so under LRU a chain's tail is evicted before its head);
+//   release(adm)      the request ends: its blocks are unpinned and stay cached, released last block first
+//                     so that under LRU a chain's tail is evicted before its head (per tier,
+//                     recency_order: last_block_most_recent releases them in request order instead);
 //   set_capacity(t)   a tier's usable capacity changes at run time (the engine shrinks HBM's cache area as
 //                     decode KV grows), evicting as needed.
 // Every movement is a CacheEvent (cache_event.h) with bytes in each tier's layout. Pinned blocks are never
@@ -99,7 +100,8 @@ class TieredCache {
   void count_child(int t, uint32_t slot, int delta);
   void add_to_tier(int t, uint32_t slot);
   void remove_from_tier(int t, uint32_t slot);
-  void set_pins(uint32_t slot, uint32_t pins);
+  // Tiers in `defer_release_mask` are not told of an unpinning here: release() does it in request order.
+  void set_pins(uint32_t slot, uint32_t pins, uint32_t defer_release_mask = 0);
   bool make_room(int t, int64_t blocks);
   bool make_room_for(int t, uint32_t slot);  // announces `slot` to the policy, then room for one block
   bool evict_one(int t);
@@ -119,6 +121,7 @@ class TieredCache {
   std::vector<uint32_t> orphan_stack_;  // drop_orphans()
   uint32_t epoch_ = 0;
   bool any_prefix_aware_ = false;
+  uint32_t released_in_request_order_ = 0;  // bit t: tier t's recency_order is last_block_most_recent
   TrafficTotals traffic_;
   CacheEventSink* sink_ = nullptr;
 };

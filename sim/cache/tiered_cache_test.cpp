@@ -175,6 +175,45 @@ TEST(TieredCache, ShrinkingATierEvictsAndRefusesBelowPinned) {
   EXPECT_EQ(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, 2);
 }
 
+// Capacity 3, one request 1, 2, 3 then one request 4, which evicts one block. Released last block first
+// (the default) 1 is the most recent and 3 the next victim; released in request order, as a plain trace of
+// the blocks would leave them, 3 is the most recent and 1 goes. The same holds for S3-FIFO's small queue,
+// where the release order is the queue order.
+TEST(TieredCache, RecencyOrderDecidesWhichEndOfAChainGoesFirst) {
+  for (PolicyKind policy : {PolicyKind::kLru, PolicyKind::kS3Fifo}) {
+    TierSpec first_recent = make_tier("hbm", 3, policy);
+    TieredCache by_default({first_recent});
+    run(by_default, {1, 2, 3});
+    run(by_default, {4});
+    EXPECT_FALSE(by_default.contains(0, 3)) << policy_name(policy);
+    EXPECT_TRUE(by_default.contains(0, 1)) << policy_name(policy);
+
+    TierSpec last_recent = make_tier("hbm", 3, policy);
+    last_recent.recency_order = RecencyOrder::kLastBlockMostRecent;
+    TieredCache in_request_order({last_recent});
+    run(in_request_order, {1, 2, 3});
+    run(in_request_order, {4});
+    EXPECT_FALSE(in_request_order.contains(0, 1)) << policy_name(policy);
+    EXPECT_TRUE(in_request_order.contains(0, 3)) << policy_name(policy);
+  }
+}
+
+// The order is per tier: HBM (3 blocks, default) and a written-through DRAM (3 blocks, request order) both
+// hold 1, 2, 3 after the first request, in opposite orders, so storing 4 evicts a different end in each.
+TEST(TieredCache, RecencyOrderIsPerTier) {
+  TierSpec hbm = make_tier("hbm", 3);
+  TierSpec dram = make_tier("dram", 3);
+  dram.write = WriteMode::kThrough;
+  dram.recency_order = RecencyOrder::kLastBlockMostRecent;
+  TieredCache cache({hbm, dram});
+  run(cache, {1, 2, 3});  // both tiers hold 1, 2, 3; HBM's LRU order 1 2 3, DRAM's 3 2 1 (most recent first)
+  run(cache, {4});        // HBM evicts 3 (a copy in DRAM: dropped); DRAM, written through, evicts 1
+  EXPECT_TRUE(cache.contains(0, 1));
+  EXPECT_FALSE(cache.contains(0, 3));
+  EXPECT_FALSE(cache.contains(1, 1));
+  EXPECT_TRUE(cache.contains(1, 3));
+}
+
 // Block 2 is first seen after 1, so 1 is its parent; a later chain reaches 2 through 5 instead (a trace
 // with prefix violations). Pinned for that request, 2 must not keep 1 from being evicted.
 TEST(TieredCache, PrefixAwareHoldYieldsToPinnedChildrenOfInconsistentChains) {
