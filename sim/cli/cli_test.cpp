@@ -132,6 +132,8 @@ TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
   std::string scenario = small_scenario();
   std::filesystem::path base = std::filesystem::temp_directory_path();
   std::string a = (base / "kvtier_cli_sim_a").string(), b = (base / "kvtier_cli_sim_b").string();
+  std::filesystem::remove_all(a);
+  std::filesystem::remove_all(b);
   CliResult first = run_kvtier("simulate " + scenario + " --out " + a);
   ASSERT_EQ(first.exit_code, 0) << first.out;
   EXPECT_NE(first.out.find("TTFT p95"), std::string::npos) << first.out;

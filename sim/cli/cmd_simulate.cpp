@@ -1,15 +1,19 @@
 // `kvtier simulate`: the serving simulation of a scenario (or of each of its variants, side by side).
+// Results go into a new folder by the contract of output_folder.h: nothing that was there is lost, and a
+// failed or interrupted run (SIGINT, SIGTERM, SIGHUP) leaves neither a result nor a temporary folder nor
+// a simulation process behind.
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 
+#include "checked_file.h"
 #include "commands.h"
 #include "embedded_files.h"
 #include "isolated_run.h"
 #include "matplotlib.h"
 #include "output.h"
+#include "output_folder.h"
 #include "simulation.h"
 #include "simulation_report.h"
 
@@ -17,12 +21,14 @@ namespace kvtier {
 namespace {
 
 constexpr const char* kDefaultScenario = "amd-seed-minimax-mi355x";
+constexpr const char* kPlots[] = {"ttft_cdf.png", "hit_rate.png", "link_utilisation.png"};
 
 struct SimulateOptions {
   std::string scenario = kDefaultScenario;
   std::string trace;
   std::vector<std::string> overrides;
   std::string out;
+  bool force = false;
   int jobs = 0;
   bool plots = true;
   OutputFormat format = OutputFormat::kTable;
@@ -50,6 +56,7 @@ std::vector<PlannedRun> plan(const SimulateOptions& options, ConfigNode& root) {
     for (const auto& [key, value] : v.overrides) variant.set(key, value);
     runs.push_back({v.name.empty() ? "run" : v.name, parse_scenario(variant)});
   }
+  if (runs.empty()) throw ConfigError("variants: the scenario lists no variants; there is nothing to simulate");
   return runs;
 }
 
@@ -78,9 +85,25 @@ std::string default_out_dir(const std::string& scenario) {
   return "results/runs/" + std::filesystem::path(scenario).stem().string();
 }
 
-// Simulates every run into `dir` and writes summary.json, the plots and report.md beside them.
-void write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs,
-                   const std::string& dir, const std::string& command_line) {
+// The plot script's exit status is not the whole story: an interpreter that runs nothing exits 0.
+void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
+  std::vector<std::string> args{dir};
+  args.insert(args.end(), names.begin(), names.end());
+  run_plot_script("sim/plots/simulation.py", args);
+  for (const char* plot : kPlots) {
+    std::filesystem::path path = std::filesystem::path(dir) / plot;
+    std::error_code error;
+    if (std::filesystem::file_size(path, error) == 0 || error) {
+      throw ConfigError("sim/plots/simulation.py: the plot script exited without writing " + path.string() +
+                        " (set KVTIER_PYTHON to a python3 with matplotlib, or pass --no-plots)");
+    }
+  }
+}
+
+// Simulates every run into `dir` and writes summary.json, the plots and report.md beside them; returns
+// what summary.json holds.
+nlohmann::json write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs,
+                             const std::string& dir, const std::string& command_line) {
   int jobs =
       options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs);
@@ -90,31 +113,52 @@ void write_results(const SimulateOptions& options, const std::vector<PlannedRun>
       {"scenario", runs[0].scenario.name}, {"command", command_line}, {"variants", nlohmann::json::array()}};
   for (size_t i = 0; i < runs.size(); ++i)
     result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
-  std::ofstream(dir + "/summary.json") << result.dump(2) << "\n";
-  std::vector<std::string> plot_args{dir};
-  plot_args.insert(plot_args.end(), names.begin(), names.end());
-  if (options.plots) run_plot_script("sim/plots/simulation.py", plot_args);
-  std::ofstream(dir + "/report.md") << markdown_report(result, options.plots);
+  write_checked_file(dir + "/summary.json", result.dump(2) + "\n");
+  if (options.plots) draw_plots(dir, names);
+  write_checked_file(dir + "/report.md", markdown_report(result, options.plots));
+  return result;
+}
+
+// Writes everything into a temporary folder and moves it into place; errors name the final paths.
+nlohmann::json write_into(const OutputTarget& target, const SimulateOptions& options,
+                          const std::vector<PlannedRun>& runs, const std::string& command_line) {
+  StagingFolder staging(target);
+  nlohmann::json result;
+  try {
+    result = write_results(options, runs, staging.path().string(), command_line);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ConfigError(staging.describe(e.what()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(staging.describe(e.what()));
+  }
+  throw_if_interrupted();
+  staging.commit();
+  return result;
+}
+
+// "d/" and "d//" print as "d".
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
 }
 
 void run_simulate(const SimulateOptions& options, const std::string& command_line) {
   ConfigNode root = load_config(options.scenario, "configs/scenarios");
   std::vector<PlannedRun> runs = plan(options, root);
   std::string out = options.out.empty() ? default_out_dir(options.scenario) : options.out;
-  // Results appear under `out` only when everything succeeded; a failed run leaves what was there.
-  std::string partial = out + ".partial";
-  std::filesystem::remove_all(partial);
-  std::filesystem::create_directories(partial);
+  OutputTarget target = check_output_target(out, options.force);
+  nlohmann::json result;
+  TerminationSignals signals;
   try {
-    write_results(options, runs, partial, command_line);
+    result = write_into(target, options, runs, command_line);
   } catch (...) {
-    std::filesystem::remove_all(partial);
+    // The temporary folder is gone by now; end as the signal asked, not with the error it caused.
+    if (int signal = TerminationSignals::caught()) TerminationSignals::reraise(signal);
     throw;
   }
-  std::filesystem::remove_all(out);
-  std::filesystem::rename(partial, out);
-  nlohmann::json result = nlohmann::json::parse(std::ifstream(out + "/summary.json"));
-  result["out_dir"] = out;
+  result["out_dir"] = without_trailing_slashes(out);
   if (options.format == OutputFormat::kJson) {
     std::cout << result.dump(2) << "\n";
   } else {
@@ -129,7 +173,12 @@ void add_simulate_command(CLI::App& app) {
   command->add_option("scenario", options->scenario, "Scenario file or built-in name")->capture_default_str();
   command->add_option("--trace", options->trace, "Replay this trace file open-loop instead of the workload");
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
-  command->add_option("--out", options->out, "Output folder (default: results/runs/<scenario>)");
+  command->add_option("--out", options->out,
+                      "Output folder (default: results/runs/<scenario>). It must not exist yet or be empty; "
+                      "an existing file, the current folder and the folders containing it are refused");
+  command->add_flag("--force", options->force,
+                    "Replace an existing --out folder, but only one kvtier wrote (it holds a .kvtier-output "
+                    "file); anything else is refused");
   command->add_option("--jobs", options->jobs, "Variants simulated at once (default: one per core)")
       ->check(CLI::PositiveNumber);
   command->add_flag("!--no-plots", options->plots, "Skip the matplotlib plots");

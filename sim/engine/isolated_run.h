@@ -3,10 +3,17 @@
 // hands its result back as JSON; the parent never starts an engine. Children run side by side, all forked
 // from the calling thread: forking from a process with other threads running is not safe (a child can
 // inherit a lock another thread held, as AddressSanitizer's allocator showed).
+//
+// Children never outlive the parent: each asks the kernel for SIGKILL when its parent dies (even by
+// SIGKILL), and while a TerminationSignals is alive, SIGINT, SIGTERM and SIGHUP make run_isolated kill
+// and reap its children and throw Interrupted, so the caller can remove what it was writing and then end
+// the way the signal would have.
 #pragma once
 
+#include <csignal>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
 #include <vector>
 
 namespace kvtier {
@@ -20,5 +27,29 @@ std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulati
 
 // One simulation in a child process.
 nlohmann::json run_isolated(const Simulation& simulation);
+
+// Thrown by run_isolated (after its children are gone) and by throw_if_interrupted() once a termination
+// signal was caught.
+struct Interrupted : std::runtime_error {
+  explicit Interrupted(int signal);
+  int signal;
+};
+
+// While alive, SIGINT, SIGTERM and SIGHUP only record themselves (a signal the process ignored stays
+// ignored). One at a time; the previous handlers come back on destruction.
+class TerminationSignals {
+ public:
+  TerminationSignals();
+  ~TerminationSignals();
+  TerminationSignals(const TerminationSignals&) = delete;
+  TerminationSignals& operator=(const TerminationSignals&) = delete;
+
+  // The first signal caught, or 0.
+  static int caught();
+  // Ends the process by `signal`'s default action (a shell reports exit status 128 + signal).
+  [[noreturn]] static void reraise(int signal);
+};
+
+void throw_if_interrupted();
 
 }  // namespace kvtier

@@ -3,10 +3,9 @@
 #include <xbt/log.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 #include <simgrid/s4u.hpp>
 
+#include "checked_file.h"
 #include "serving_instance.h"
 #include "workload.h"
 
@@ -85,11 +84,13 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
 void write_outputs(const std::string& dir, const std::vector<RequestRecord>& records,
                    const std::vector<TimeSample>& samples, const std::vector<std::string>& tiers,
                    const std::vector<std::string>& links) {
-  std::filesystem::create_directories(dir);
-  std::ofstream requests(dir + "/requests.csv");
+  create_checked_folder(dir);
+  CheckedFile requests(dir + "/requests.csv");
   write_requests_csv(requests, records, tiers);
-  std::ofstream series(dir + "/timeseries.csv");
+  requests.close();
+  CheckedFile series(dir + "/timeseries.csv");
   write_timeseries_csv(series, samples, links, tiers);
+  series.close();
 }
 
 // Every non-empty flow of cache events: what moved between which tiers, in each tier's layout.

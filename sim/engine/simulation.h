@@ -1,5 +1,6 @@
 // One serving simulation from start to finish: build the SimGrid engine and platform, the cache, the
-// workload and the serving instance; run; summarise; write the per-request and time-series CSVs.
+// workload and the serving instance; run; summarise; write the per-request and time-series CSVs (through
+// CheckedFile, so a full disk is an error that names the file).
 //
 // A process can run one SimGrid engine, so callers run this through run_isolated() (isolated_run.h).
 #pragma once
