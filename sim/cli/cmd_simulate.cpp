@@ -14,6 +14,7 @@
 #include "matplotlib.h"
 #include "output.h"
 #include "output_folder.h"
+#include "preflight.h"
 #include "simulation.h"
 #include "simulation_report.h"
 
@@ -29,40 +30,38 @@ struct SimulateOptions {
   std::vector<std::string> overrides;
   std::string out;
   bool force = false;
+  bool allow_huge = false;
   int jobs = 0;
   bool plots = true;
   OutputFormat format = OutputFormat::kTable;
 };
 
-struct PlannedRun {
-  std::string name;  // variant name, or "run" for a scenario without variants
-  Scenario scenario;
-};
+int jobs_for(const SimulateOptions& options) {
+  return options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
 
-// Every variant is parsed before anything runs, so a bad file fails at once and writes nothing.
-std::vector<PlannedRun> plan(const SimulateOptions& options, ConfigNode& root) {
-  for (const std::string& text : options.overrides) {
-    auto [key, value] = parse_override(text);
-    root.set(key, value);
-  }
+// Every variant is parsed, its --set keys checked and its trace read before anything runs, so a bad input
+// fails at once (exit 2) and writes nothing.
+std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& root) {
+  std::vector<Override> overrides;
+  for (const std::string& text : options.overrides) overrides.push_back(parse_set_argument(text));
   if (!options.trace.empty()) {
     // The whole trace, at its own pace: the scenario's closed-loop settings do not apply.
-    root.set("workload",
-             nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump());
+    overrides.push_back(
+        {"workload", nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump(),
+         "--trace " + options.trace});
   }
-  std::vector<PlannedRun> runs;
-  for (const Variant& v : parse_variants(root)) {
-    ConfigNode variant = root.clone();
-    for (const auto& [key, value] : v.overrides) variant.set(key, value);
-    runs.push_back({v.name.empty() ? "run" : v.name, parse_scenario(variant)});
-  }
-  if (runs.empty()) throw ConfigError("variants: the scenario lists no variants; there is nothing to simulate");
+  std::vector<ScenarioRun> runs = plan_runs(root, overrides);
+  PreflightOptions checks;
+  checks.concurrent_runs = std::min(jobs_for(options), static_cast<int>(runs.size()));
+  checks.allow_huge = options.allow_huge;
+  for (const ScenarioRun& run : runs) preflight(run.scenario, checks);
   return runs;
 }
 
-std::vector<nlohmann::json> run_all(const std::vector<PlannedRun>& runs, const std::string& dir, int jobs) {
+std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const std::string& dir, int jobs) {
   std::vector<Simulation> simulations;
-  for (const PlannedRun& run : runs) {
+  for (const ScenarioRun& run : runs) {
     SimulationOptions options{dir + "/" + run.name, false};
     simulations.push_back([&run, options] { return simulate(run.scenario, options); });
   }
@@ -102,13 +101,11 @@ void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
 
 // Simulates every run into `dir` and writes summary.json, the plots and report.md beside them; returns
 // what summary.json holds.
-nlohmann::json write_results(const SimulateOptions& options, const std::vector<PlannedRun>& runs,
+nlohmann::json write_results(const SimulateOptions& options, const std::vector<ScenarioRun>& runs,
                              const std::string& dir, const std::string& command_line) {
-  int jobs =
-      options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs);
+  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_for(options));
   std::vector<std::string> names;
-  for (const PlannedRun& r : runs) names.push_back(r.name);
+  for (const ScenarioRun& r : runs) names.push_back(r.name);
   nlohmann::json result = {
       {"scenario", runs[0].scenario.name}, {"command", command_line}, {"variants", nlohmann::json::array()}};
   for (size_t i = 0; i < runs.size(); ++i)
@@ -121,7 +118,7 @@ nlohmann::json write_results(const SimulateOptions& options, const std::vector<P
 
 // Writes everything into a temporary folder and moves it into place; errors name the final paths.
 nlohmann::json write_into(const OutputTarget& target, const SimulateOptions& options,
-                          const std::vector<PlannedRun>& runs, const std::string& command_line) {
+                          const std::vector<ScenarioRun>& runs, const std::string& command_line) {
   StagingFolder staging(target);
   nlohmann::json result;
   try {
@@ -146,9 +143,10 @@ std::string without_trailing_slashes(std::string path) {
 
 void run_simulate(const SimulateOptions& options, const std::string& command_line) {
   ConfigNode root = load_config(options.scenario, "configs/scenarios");
-  std::vector<PlannedRun> runs = plan(options, root);
+  std::vector<ScenarioRun> runs = plan(options, root);
   std::string out = options.out.empty() ? default_out_dir(options.scenario) : options.out;
-  OutputTarget target = check_output_target(out, options.force);
+  // The default folder is kvtier's own: an earlier run's results there are replaced without --force.
+  OutputTarget target = check_output_target(out, options.force || options.out.empty());
   nlohmann::json result;
   TerminationSignals signals;
   try {
@@ -171,16 +169,20 @@ void add_simulate_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "simulate", "Simulate serving a workload with a tiered KV cache (default: the AMD seed's comparison)");
   command->add_option("scenario", options->scenario, "Scenario file or built-in name")->capture_default_str();
-  command->add_option("--trace", options->trace, "Replay this trace file open-loop instead of the workload");
+  command->add_option("--trace", options->trace,
+                      "Replay this trace file open-loop instead of the workload (- reads standard input)");
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
   command->add_option("--out", options->out,
-                      "Output folder (default: results/runs/<scenario>). It must not exist yet or be empty; "
-                      "an existing file, the current folder and the folders containing it are refused");
+                      "Output folder (default: results/runs/<scenario>, replaced when an earlier run wrote it). "
+                      "It must not exist yet or be empty; an existing file, the current folder and the "
+                      "folders containing it are refused");
   command->add_flag("--force", options->force,
                     "Replace an existing --out folder, but only one kvtier wrote (it holds a .kvtier-output "
                     "file); anything else is refused");
   command->add_option("--jobs", options->jobs, "Variants simulated at once (default: one per core)")
       ->check(CLI::PositiveNumber);
+  command->add_flag("--allow-huge", options->allow_huge,
+                    "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
   command->add_flag("!--no-plots", options->plots, "Skip the matplotlib plots");
   add_format_option(*command, options->format);
   command->callback([options] { run_simulate(*options, command_line(*options)); });
