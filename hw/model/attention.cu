@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "attention_hopper.h"
+#include "attention_params.h"
 #include "attention_plan.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
@@ -11,43 +13,6 @@
 
 namespace kvtier::hw {
 namespace {
-
-// Work of one block: grid x = KV head, y = query tile (the last first: under the causal mask it has the
-// most keys, so the longest blocks start first), z = sequence * splits + split.
-struct AttentionParams {
-  StepBatch batch;
-  PagedKvLayer kv;
-  const uint16_t* q;
-  uint16_t* out;
-  float* partial_out;  // [splits][tokens][heads][head_dim]
-  float* partial_lse;  // [splits][tokens][heads]
-  int heads;
-  int ratio;
-  int tokens_per_tile;
-  int query_tiles;
-  int splits;
-  float scale;
-};
-
-// The block's sequence, query tile and key range [key_begin, key_stop).
-struct BlockWork {
-  int seq, q0, tok0, tile_tokens, context, key_begin, key_stop;
-};
-
-__device__ inline bool block_work(const AttentionParams& p, int tile, BlockWork& w) {
-  w.seq = static_cast<int>(blockIdx.z) / p.splits;
-  const int split = static_cast<int>(blockIdx.z) % p.splits;
-  w.q0 = p.batch.query_start[w.seq];
-  const int new_tokens = p.batch.query_start[w.seq + 1] - w.q0;
-  w.tok0 = tile * p.tokens_per_tile;
-  if (w.tok0 >= new_tokens) return false;
-  w.tile_tokens = min(p.tokens_per_tile, new_tokens - w.tok0);
-  w.context = p.batch.context_tokens[w.seq];
-  const int total = w.context + new_tokens;
-  w.key_begin = attention_split_begin(total, p.splits, split);
-  w.key_stop = min(min(total, w.context + w.tok0 + w.tile_tokens), attention_split_begin(total, p.splits, split + 1));
-  return true;
-}
 
 #if defined(KVTIER_GPU_CUDA)
 
@@ -446,8 +411,20 @@ __global__ void combine_splits(AttentionParams p, int d) {
 
 }  // namespace
 
+bool attention_uses_wgmma(int head_dim, int heads, int kv_heads, int block_tokens, int splits, int rows) {
+#if defined(KVTIER_HOPPER_ATTENTION)
+  static const bool device = hopper_attention_device();
+  return device && head_dim == kHopperAttentionHeadDim && block_tokens >= kHopperAttentionMinBlockTokens &&
+         splits == 1 && rows == kHopperAttentionRows && kv_heads > 0 && heads % kv_heads == 0 &&
+         heads / kv_heads <= kHopperAttentionRows;
+#else
+  (void)head_dim, (void)heads, (void)kv_heads, (void)block_tokens, (void)splits, (void)rows;
+  return false;
+#endif
+}
+
 void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint16_t* q, uint16_t* out, int heads,
-                     float scale, int splits, float* workspace, gpuStream_t stream, int rows) {
+                     float scale, int splits, float* workspace, gpuStream_t stream, int rows, AttentionKernel kernel) {
   if (rows != 64 && rows != 128) throw std::invalid_argument("paged_attention: rows must be 64 or 128");
   if (kv.head_dim != 64 && kv.head_dim != 128) throw std::invalid_argument("paged_attention: head_dim must be 64 or 128");
   if (kv.kv_heads <= 0 || heads % kv.kv_heads != 0) throw std::invalid_argument("paged_attention: heads must be a multiple of kv_heads");
@@ -467,6 +444,14 @@ void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint1
   params.query_tiles = attention_query_tiles(batch.max_new_tokens, params.ratio, rows);
   params.splits = splits;
   params.scale = scale;
+#if defined(KVTIER_HOPPER_ATTENTION)
+  if (kernel == AttentionKernel::kAuto && attention_uses_wgmma(kv.head_dim, heads, kv.kv_heads, kv.block_tokens, splits, rows)) {
+    launch_hopper_attention(params, stream);
+    return;
+  }
+#else
+  (void)kernel;
+#endif
   if (kv.head_dim == 64) {
     rows == 64 ? launch_attention<64, 64>(params, stream) : launch_attention<64, 128>(params, stream);
   } else {

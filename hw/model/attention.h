@@ -1,8 +1,10 @@
 // Attention over the paged KV cache on the GPU: the new tokens of each sequence attend causally to their
 // cached prefix and to themselves (prefill), or one token to its whole context (decode), in one kernel.
 //
-// CUDA: a flash-attention kernel (online softmax; the score matrix never leaves registers) on the tensor
-// cores through mma.sync m16n8k16 bf16: a warp per 16 query rows, 64-key K/V tiles copied from the pages
+// CUDA on Hopper (compute capability 9.0), head_dim 128, unsplit: a FlashAttention-3-style kernel
+// (attention_hopper.h: wgmma, warp-specialised producer and consumers, consumers taking turns).
+// CUDA otherwise: a flash-attention kernel (online softmax; the score matrix never leaves registers) on the
+// tensor cores through mma.sync m16n8k16 bf16: a warp per 16 query rows, 64-key K/V tiles copied from the pages
 // into shared memory with cp.async, three stages deep (one barrier per tile). attention_plan.h says how
 // blocks map to work and when the keys are split across blocks (then a second kernel combines the parts).
 // HIP: a portable kernel of the same contract, one block per (token, head), with no matrix instructions:
@@ -22,8 +24,16 @@ namespace kvtier::hw {
 // head_dim 64 or 128. `splits` from attention_splits(); with splits > 1, `workspace` holds
 // attention_workspace_floats() floats. `rows`: query rows of a block, 64 (4 warps, two blocks a
 // multiprocessor) or 128 (8 warps, one); splits must come from attention_splits() with the same rows.
-// Launch errors throw gpu::GpuError.
+// `kernel`: kAuto runs the Hopper kernel where attention_uses_wgmma() says so; kMmaSync always the mma.sync
+// one. Launch errors throw gpu::GpuError.
+enum class AttentionKernel { kAuto, kMmaSync };
 void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint16_t* q, uint16_t* out, int heads,
-                     float scale, int splits, float* workspace, gpuStream_t stream, int rows = kAttentionRows);
+                     float scale, int splits, float* workspace, gpuStream_t stream, int rows = kAttentionRows,
+                     AttentionKernel kernel = AttentionKernel::kAuto);
+
+// Whether paged_attention with kAuto runs the Hopper kernel on the current device: a CUDA build with it,
+// compute capability 9.0 (the first device asked), head_dim 128, block_tokens >= 4, splits 1, rows 128 and
+// heads / kv_heads <= 128.
+bool attention_uses_wgmma(int head_dim, int heads, int kv_heads, int block_tokens, int splits, int rows);
 
 }  // namespace kvtier::hw

@@ -1,7 +1,8 @@
 // kvtier-model-bench: how fast the forward pass of a model's shapes runs on this GPU.
 //
 //   prefill    tok/s of whole prompts (batch 1) at each length, in one step or in chunks of --chunk tokens
-//   attention  the paged attention kernel alone: TFLOP/s of one layer's causal prefill at each length,
+//   attention  the paged attention kernel alone: TFLOP/s of one layer's causal prefill at each length (the
+//              kernel paged_attention picks, and with --attention-kernels auto,mma the mma.sync kernel too),
 //              and the HBM rate of decode (one token over the whole context)
 //   gemm       TFLOP/s of the four linear layers at 4K and 32K tokens, cuBLAS and cuBLASLt
 //
@@ -69,7 +70,8 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
     };
     const double ms = median_ms(repeats, length <= 16384, prefill);
     const double flops = linear_flops(shape, length, 1) + shape.layers * attention_flops(shape, length, 0);
-    rows.push_back({{"attention_rows", forward.config().attention_rows}, {"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
+    const bool wgmma = attention_uses_wgmma(shape.head_dim, shape.heads, shape.kv_heads, block, 1, forward.config().attention_rows);
+    rows.push_back({{"attention_rows", forward.config().attention_rows}, {"attention_kernel", wgmma ? "wgmma" : "mma.sync"}, {"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
                     {"model_tflops", flops / (ms / 1e3) / 1e12}});
     std::printf("prefill (%3d rows) %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n", forward.config().attention_rows, length, step_tokens, ms,
                 length / (ms / 1e3), flops / (ms / 1e3) / 1e12);
@@ -79,7 +81,8 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
 }
 
 // Attention of one layer over the forward pass's pool: prefill (new = length, no context) and decode.
-json bench_attention(TransformerForward& forward, const std::vector<int>& lengths, int repeats, int multiprocessors) {
+json bench_attention(TransformerForward& forward, const std::vector<int>& lengths, const std::vector<std::string>& kernels,
+                     int repeats, int multiprocessors) {
   const int rows = forward.config().attention_rows;
   json results = json::array();
   const TransformerShape& shape = forward.config().shape;
@@ -99,10 +102,20 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
     gpu::DeviceBuffer<int> ints(host.size());
     ints.upload(host.data(), host.size());
     StepBatch batch{1, ints.data(), ints.data() + 2, ints.data() + 3, pages, length, length, length};
-    const double ms = median_ms(repeats, true, [&] {
-      paged_attention(batch, kv, q.data(), out.data(), shape.heads, scale, 1, nullptr, nullptr, rows);
-    });
-    const double tflops = attention_flops(shape, length, 0) / (ms / 1e3) / 1e12;
+    json prefill = json::array();
+    for (const std::string& choice : kernels) {
+      const AttentionKernel kernel = choice == "mma" ? AttentionKernel::kMmaSync : AttentionKernel::kAuto;
+      const bool wgmma = kernel == AttentionKernel::kAuto &&
+                         attention_uses_wgmma(shape.head_dim, shape.heads, shape.kv_heads, block, 1, rows);
+      const double ms = median_ms(repeats, true, [&] {
+        paged_attention(batch, kv, q.data(), out.data(), shape.heads, scale, 1, nullptr, nullptr, rows, kernel);
+      });
+      const double tflops = attention_flops(shape, length, 0) / (ms / 1e3) / 1e12;
+      prefill.push_back({{"kernel", wgmma ? "wgmma" : "mma.sync"}, {"ms", ms}, {"tflops", tflops}});
+      std::printf("attention (%3d rows) %7d tokens: prefill %-8s %8.2f ms %6.1f TFLOP/s\n", rows, length,
+                  wgmma ? "wgmma" : "mma.sync", ms, tflops);
+      std::fflush(stdout);
+    }
     // Decode: one new token after length - 1 cached ones.
     host[1] = 1;
     host[2] = length - 1;
@@ -113,10 +126,12 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
       paged_attention(decode, kv, q.data(), out.data(), shape.heads, scale, splits, workspace.data(), nullptr, rows);
     });
     const double kv_bytes = 2.0 * length * shape.kv_width() * 2;
-    results.push_back({{"attention_rows", rows}, {"tokens", length}, {"prefill_ms", ms}, {"prefill_tflops", tflops}, {"decode_ms", decode_ms},
-                    {"decode_splits", splits}, {"decode_kv_gb_per_s", kv_bytes / (decode_ms / 1e3) / 1e9}});
-    std::printf("attention (%3d rows) %7d tokens: prefill %8.2f ms %6.1f TFLOP/s | decode %7.3f ms %6.0f GB/s (%d splits)\n",
-                rows, length, ms, tflops, decode_ms, kv_bytes / (decode_ms / 1e3) / 1e9, splits);
+    results.push_back({{"attention_rows", rows}, {"tokens", length}, {"prefill_ms", prefill[0]["ms"]},
+                       {"prefill_tflops", prefill[0]["tflops"]}, {"prefill_kernel", prefill[0]["kernel"]},
+                       {"prefill_by_kernel", prefill}, {"decode_ms", decode_ms}, {"decode_splits", splits},
+                       {"decode_kv_gb_per_s", kv_bytes / (decode_ms / 1e3) / 1e9}});
+    std::printf("attention (%3d rows) %7d tokens: decode %7.3f ms %6.0f GB/s (%d splits)\n", rows, length, decode_ms,
+                kv_bytes / (decode_ms / 1e3) / 1e9, splits);
     std::fflush(stdout);
   }
   return results;
@@ -159,6 +174,7 @@ int run(int argc, char** argv) {
   std::string json_path, gemm_name = "blaslt";
   bool skip_prefill = false, skip_gemm = false;
   std::vector<int> attention_rows = {kAttentionRows};
+  std::vector<std::string> attention_kernels = {"auto"};
   app.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',');
   app.add_option("--chunk", chunk, "prefill chunk in tokens (0: the whole prompt in one step)");
   app.add_option("--repeats", repeats, "timed runs per measurement (median)");
@@ -167,6 +183,11 @@ int run(int argc, char** argv) {
   app.add_option("--attention-rows", attention_rows, "query rows of an attention block (64, 128); each is measured")
       ->delimiter(',')
       ->check(CLI::IsMember({64, 128}));
+  app.add_option("--attention-kernels", attention_kernels,
+                 "attention kernels measured alone: auto (what paged_attention picks), mma (mma.sync); the first "
+                 "is the one reported as prefill_tflops")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"auto", "mma"}));
   app.add_option("--json", json_path, "write the results here");
   app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
   app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
@@ -192,7 +213,7 @@ int run(int argc, char** argv) {
   for (int rows : attention_rows) {
     config.attention_rows = rows;
     TransformerForward forward(config, nullptr);
-    for (json& row : bench_attention(forward, lengths, repeats, multiprocessors)) result["attention"].push_back(row);
+    for (json& row : bench_attention(forward, lengths, attention_kernels, repeats, multiprocessors)) result["attention"].push_back(row);
     if (skip_prefill) continue;
     for (json& row : bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1))) result["prefill"].push_back(row);
   }

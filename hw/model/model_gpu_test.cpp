@@ -103,13 +103,15 @@ struct AttentionCase {
   int head_dim, kv_heads, ratio, block_tokens;
 };
 
-class PagedAttention : public ModelGpu, public ::testing::WithParamInterface<AttentionCase> {};
+struct AttentionRun {
+  int rows, splits;
+  AttentionKernel kernel;
+};
 
-TEST_P(PagedAttention, MatchesTheReferenceOnRaggedBatches) {
-  const AttentionCase c = GetParam();
+// Runs paged_attention on `batch` over random pages and Q for each run, checking every output against the
+// double-precision reference.
+void expect_attention_matches(const AttentionCase& c, Batch& batch, const std::vector<AttentionRun>& runs) {
   const int heads = c.kv_heads * c.ratio, layers = 2, layer = 1;
-  // Prefill chunks after ragged contexts, whole prompts, and decode steps in one batch.
-  Batch batch({{1, 0}, {300, 37}, {77, 129}, {1, 1000}, {130, 0}, {1, 63}}, c.block_tokens, 7);
   const KvPageGeometry geometry{layers, c.kv_heads, c.head_dim, c.block_tokens};
   const int64_t page_stride = geometry.page_elements() + 8;  // padded like an allocator would
   const auto pool = random_bf16(static_cast<size_t>(page_stride * batch.pool_pages), 1.0f, 11);
@@ -121,26 +123,50 @@ TEST_P(PagedAttention, MatchesTheReferenceOnRaggedBatches) {
   auto pool_device = to_device(pool);
   auto q_device = to_device(q);
   const PagedKvLayer kv = paged_kv_layer(pool_device.data(), page_stride, geometry, layer);
-  for (auto [rows, splits] : {std::pair{128, 1}, {128, 3}, {128, 8}, {64, 1}, {64, 5}}) {
+  for (const AttentionRun& run : runs) {
+    const auto [rows, splits, kernel] = run;
+    const char* name = kernel == AttentionKernel::kAuto && attention_uses_wgmma(c.head_dim, heads, c.kv_heads, c.block_tokens, splits, rows)
+                           ? "wgmma"
+                           : "mma.sync";
     DeviceBuffer<uint16_t> out(q.size());
     KVTIER_GPU_CHECK(gpuMemset(out.data(), 0xff, out.bytes()));  // NaN: every element must be written
     DeviceBuffer<float> workspace(
         static_cast<size_t>(std::max<int64_t>(1, attention_workspace_floats(tokens, heads, c.head_dim, splits))));
     paged_attention(batch.device, kv, q_device.data(), out.data(), heads, static_cast<float>(scale), splits,
-                    workspace.data(), nullptr, rows);
+                    workspace.data(), nullptr, rows, kernel);
     const auto got = to_host(out, q.size());
     double worst = 0, error_squares = 0, reference_squares = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       const double value = bf16_to_float(got[i]);
-      ASSERT_TRUE(std::isfinite(value)) << "element " << i << " not written (rows " << rows << ", splits " << splits
-                                        << ")";
+      ASSERT_TRUE(std::isfinite(value)) << "element " << i << " not written (" << name << ", rows " << rows
+                                        << ", splits " << splits << ")";
       worst = std::max(worst, std::abs(value - expected[i]));
       error_squares += (value - expected[i]) * (value - expected[i]);
       reference_squares += expected[i] * expected[i];
     }
-    EXPECT_LT(worst, 1e-2) << "rows " << rows << ", splits " << splits;
-    EXPECT_LT(std::sqrt(error_squares / reference_squares), 1e-2) << "rows " << rows << ", splits " << splits;
+    EXPECT_LT(worst, 1e-2) << name << ", rows " << rows << ", splits " << splits;
+    EXPECT_LT(std::sqrt(error_squares / reference_squares), 1e-2) << name << ", rows " << rows << ", splits " << splits;
   }
+}
+
+std::string case_name(const AttentionCase& c) {
+  char name[64];
+  std::snprintf(name, sizeof(name), "d%d_kv%d_ratio%d_block%d", c.head_dim, c.kv_heads, c.ratio, c.block_tokens);
+  return name;
+}
+
+class PagedAttention : public ModelGpu, public ::testing::WithParamInterface<AttentionCase> {};
+
+TEST_P(PagedAttention, MatchesTheReferenceOnRaggedBatches) {
+  // Prefill chunks after ragged contexts, whole prompts, and decode steps in one batch.
+  Batch batch({{1, 0}, {300, 37}, {77, 129}, {1, 1000}, {130, 0}, {1, 63}}, GetParam().block_tokens, 7);
+  expect_attention_matches(GetParam(), batch,
+                           {{128, 1, AttentionKernel::kAuto},
+                            {128, 1, AttentionKernel::kMmaSync},
+                            {128, 3, AttentionKernel::kAuto},
+                            {128, 8, AttentionKernel::kAuto},
+                            {64, 1, AttentionKernel::kAuto},
+                            {64, 5, AttentionKernel::kAuto}});
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttention,
@@ -148,13 +174,41 @@ INSTANTIATE_TEST_SUITE_P(Shapes, PagedAttention,
                                            AttentionCase{128, 3, 1, 64}, AttentionCase{64, 2, 4, 16},
                                            AttentionCase{64, 1, 8, 7}, AttentionCase{64, 2, 1, 256},
                                            AttentionCase{128, 1, 6, 16}),
-                         [](const auto& info) {
-                           const AttentionCase& c = info.param;
-                           char name[64];
-                           std::snprintf(name, sizeof(name), "d%d_kv%d_ratio%d_block%d", c.head_dim, c.kv_heads,
-                                         c.ratio, c.block_tokens);
-                           return std::string(name);
-                         });
+                         [](const auto& info) { return case_name(info.param); });
+
+// The Hopper kernel's tiling edges: several 128-key tiles per block, contexts and new tokens that are not
+// multiples of the key tile (128) or of a block's tokens (128 / ratio), the causal diagonal inside a key
+// tile, sequences shorter than one tile, and both consumer warpgroups' rows partly past the last token.
+class HopperAttention : public ModelGpu, public ::testing::WithParamInterface<AttentionCase> {};
+
+TEST_P(HopperAttention, MatchesTheReferenceAcrossTileEdges) {
+  const AttentionCase c = GetParam();
+  if (!attention_uses_wgmma(c.head_dim, c.kv_heads * c.ratio, c.kv_heads, c.block_tokens, 1, 128)) {
+    GTEST_SKIP() << "the Hopper attention kernel does not run on this device";
+  }
+  Batch batch({{1000, 0}, {513, 700}, {64, 64}, {129, 0}, {255, 1}, {33, 127}, {1, 300}}, c.block_tokens, 5);
+  expect_attention_matches(c, batch, {{128, 1, AttentionKernel::kAuto}});
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, HopperAttention,
+                         ::testing::Values(AttentionCase{128, 2, 4, 16}, AttentionCase{128, 1, 8, 256},
+                                           AttentionCase{128, 2, 1, 64}, AttentionCase{128, 1, 6, 48},
+                                           AttentionCase{128, 1, 4, 7}, AttentionCase{128, 1, 16, 16},
+                                           AttentionCase{128, 2, 4, 4}, AttentionCase{128, 1, 8, 5}),
+                         [](const auto& info) { return case_name(info.param); });
+
+// On an H100/H200 the prefill shapes of Llama-3.1-8B must take the Hopper kernel, decode splits must not.
+TEST_F(ModelGpu, HopperKernelServesUnsplitHeadDim128OnComputeCapability90) {
+  gpuDeviceProp properties{};
+  KVTIER_GPU_CHECK(gpuGetDeviceProperties(&properties, 0));
+  if (properties.major != 9 || properties.minor != 0) GTEST_SKIP() << "not compute capability 9.0";
+  EXPECT_TRUE(attention_uses_wgmma(128, 32, 8, 16, 1, 128));
+  EXPECT_TRUE(attention_uses_wgmma(128, 32, 8, 4, 1, 128));
+  EXPECT_FALSE(attention_uses_wgmma(128, 32, 8, 3, 1, 128));
+  EXPECT_FALSE(attention_uses_wgmma(128, 32, 8, 16, 4, 128));
+  EXPECT_FALSE(attention_uses_wgmma(64, 32, 8, 16, 1, 128));
+  EXPECT_FALSE(attention_uses_wgmma(128, 32, 8, 16, 1, 64));
+}
 
 double bf16_step(double value) { return std::max(std::abs(value) / 128.0, 1e-6); }
 
