@@ -21,11 +21,6 @@ nlohmann::json percentiles(const std::vector<double>& values) {
 
 }  // namespace
 
-double RequestRecord::tpot() const {
-  if (output_tokens <= 1) return 0;
-  return (completion_s - first_token_s) / static_cast<double>(output_tokens - 1);
-}
-
 double percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   double rank = q * static_cast<double>(values.size() - 1);

@@ -27,7 +27,10 @@ struct RequestRecord {
   bool completed() const { return completion_s >= 0; }
   double ttft() const { return first_token_s - arrival_s; }
   // Time per output token after the first.
-  double tpot() const;
+  double tpot() const {
+    if (output_tokens <= 1) return 0;
+    return (completion_s - first_token_s) / static_cast<double>(output_tokens - 1);
+  }
 };
 
 }  // namespace kvtier

@@ -317,6 +317,11 @@ void Scheduler::preempt_newest() {
   RequestRecord& r = record(*seq);
   ++r.preemptions;
   r.first_token_s = -1;
+  if (running_.empty()) {
+    // It ran alone and its prompt and output still outgrew HBM: run again, it would end here again.
+    reject(*seq);
+    return;
+  }
   std::fill(r.hit_tokens.begin(), r.hit_tokens.end(), 0);
   seq->cached_tokens = seq->prefilled = seq->decoded = 0;
   waiting_.push_front(std::move(seq));

@@ -338,6 +338,24 @@ TEST(Scheduler, DecodeKvGrowthPreemptsTheNewestRequest) {
   EXPECT_TRUE(d.step.prefills.empty());
 }
 
+TEST(Scheduler, ARequestThatOutgrowsHbmRunningAloneIsRejectedNotRequeued) {
+  // HBM holds 4 blocks (128 B). A pins 3 (96 B) and asks for 100 tokens; its decode KV grows 8 B a step,
+  // so after its 5th decode step (40 B) the cache area is 88 B: 2 blocks, fewer than its 3. It runs alone,
+  // so a second try would end the same way: it is rejected instead of queued again (which looped forever).
+  Harness h({tier("hbm", 4)});
+  h.driver.add(request(0, 100, 3, 100));
+  h.start();
+  for (int i = 0; i < 20 && !h.scheduler->finished(); ++i) {
+    const Decision& d = h.scheduler->decide();
+    if (d.kind == Decision::Kind::kStep) h.run(d);
+  }
+  EXPECT_TRUE(h.scheduler->finished());
+  EXPECT_TRUE(h.records[0].rejected);
+  EXPECT_EQ(h.records[0].preemptions, 1);
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0}));
+  EXPECT_DOUBLE_EQ(h.state.decode_kv_bytes, 0);
+}
+
 TEST(Scheduler, PreemptingALoadingRequestCancelsItsLoad) {
   // A (2 blocks) decodes; B (blocks 1-2, cached in DRAM only) waits for its load. A's first decode step
   // leaves 4 × 32 − 8 = 120 B: 3 blocks, fewer than the 4 pinned, so B is preempted mid-load.
