@@ -4,7 +4,8 @@
 // in group) and walks the keys in tiles of 128. Its 384 threads form three warpgroups:
 //   producer   (warpgroup 0, 40 registers a thread after setmaxnreg) copies the Q tile once and then K and V
 //              tiles from the pages into shared memory with cp.async, two stages deep; each copy signals a
-//              "full" mbarrier on completion (cp.async.mbarrier.arrive) and waits on an "empty" one first;
+//              "full" mbarrier on completion (cp.async.mbarrier.arrive) and waits on an "empty" one first
+//              (one arrival per consumer warp); K runs a tile ahead of V, page ids two tiles ahead;
 //   consumers  (warpgroups 1 and 2, 232 registers) each own 64 query rows. Per tile j a consumer issues
 //              S_j = Q K_j^T (wgmma m64n128k16, both operands from shared memory) and O += P_{j-1} V_{j-1}
 //              (P from registers, V read N-major), then computes the online softmax of S_j while the
@@ -43,7 +44,7 @@ constexpr int kSharedBytes = kQBytes + 2 * kStages * kTileBytes + static_cast<in
 
 #if defined(__CUDA_ARCH__)
 
-// Byte offset of 16-byte chunk `chunk` (0..15) of `row` in a swizzled tile of `rows` rows.
+// Byte offset of 16-byte chunk `chunk` (0..15) of `row` in a swizzled tile of kTileRows rows.
 template <int kTileRows>
 __device__ inline uint32_t swizzled_offset(int row, int chunk) {
   return static_cast<uint32_t>((chunk / 8) * kTileRows * kRowBytes + row * kRowBytes + (((chunk % 8) ^ (row % 8)) << 4));
