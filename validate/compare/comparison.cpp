@@ -57,11 +57,11 @@ std::vector<const RequestTimes*> match_requests(const VariantRun& predicted, con
     }
     const RequestTimes& m = *found->second;
     if (m.input_tokens != p.input_tokens || m.output_tokens != p.output_tokens) {
-      throw ConfigError(measured.requests_file + ":" + std::to_string(m.line) + ": request " + std::to_string(p.id) +
-                        " has " + std::to_string(m.input_tokens) + " input and " + std::to_string(m.output_tokens) +
-                        " output tokens, " + predicted.requests_file + ":" + std::to_string(p.line) + " has " +
-                        std::to_string(p.input_tokens) + " and " + std::to_string(p.output_tokens) +
-                        "; both runs must replay the same trace");
+      throw ConfigError(measured.requests_file + ":" + std::to_string(m.line) + ": request " +
+                        std::to_string(p.id) + " has " + std::to_string(m.input_tokens) + " input and " +
+                        std::to_string(m.output_tokens) + " output tokens, " + predicted.requests_file + ":" +
+                        std::to_string(p.line) + " has " + std::to_string(p.input_tokens) + " and " +
+                        std::to_string(p.output_tokens) + "; both runs must replay the same trace");
     }
     matched.push_back(&m);
     by_id.erase(found);
@@ -112,7 +112,8 @@ Check bounded(std::string name, std::optional<double> error, double limit, std::
   if (!error) return c;
   c.value = std::abs(*error);
   c.verdict = *c.value <= limit ? Verdict::kPassed : Verdict::kMissed;
-  c.detail = percent(*error) + " (limit " + limit_text(limit) + ")" + (c.detail.empty() ? "" : "; " + c.detail);
+  c.detail =
+      percent(*error) + " (limit " + limit_text(limit) + ")" + (c.detail.empty() ? "" : "; " + c.detail);
   return c;
 }
 
@@ -136,9 +137,10 @@ Check completed_check(const VariantComparison& v, const Targets& t) {
     c.verdict = v.predicted_completed == 0 ? Verdict::kPassed : Verdict::kMissed;
     return c;
   }
-  return bounded("requests_completed",
-                 relative_error(static_cast<double>(v.predicted_completed), static_cast<double>(v.measured_completed)),
-                 t.completed_error, counts);
+  return bounded(
+      "requests_completed",
+      relative_error(static_cast<double>(v.predicted_completed), static_cast<double>(v.measured_completed)),
+      t.completed_error, counts);
 }
 
 Check hits_check(const VariantComparison& v) {
@@ -157,8 +159,9 @@ Check links_check(const VariantComparison& v) {
   std::string differ;
   for (const LinkComparison& l : v.links) {
     if (l.predicted != l.measured) {
-      differ += (differ.empty() ? "" : "; ") + l.link + ": " + std::to_string(static_cast<int64_t>(l.predicted)) +
-                " B predicted, " + std::to_string(static_cast<int64_t>(l.measured)) + " B measured";
+      differ += (differ.empty() ? "" : "; ") + l.link + ": " +
+                std::to_string(static_cast<int64_t>(l.predicted)) + " B predicted, " +
+                std::to_string(static_cast<int64_t>(l.measured)) + " B measured";
     }
   }
   return {"link_bytes", differ.empty() ? Verdict::kPassed : Verdict::kMissed, std::nullopt, std::nullopt,
@@ -172,8 +175,8 @@ std::vector<TierHits> compare_hits(const VariantRun& predicted, const VariantRun
       for (const std::string& t : tiers) out += (out.empty() ? "" : ", ") + t;
       return out.empty() ? std::string("none") : out;
     };
-    throw ConfigError(measured.requests_file + ":1: hit_tokens_ columns for tiers " + names(measured.tiers) + ", " +
-                      predicted.requests_file + " has " + names(predicted.tiers) +
+    throw ConfigError(measured.requests_file + ":1: hit_tokens_ columns for tiers " + names(measured.tiers) +
+                      ", " + predicted.requests_file + " has " + names(predicted.tiers) +
                       "; both runs must have the same tiers");
   }
   std::vector<TierHits> hits;
@@ -186,7 +189,8 @@ std::vector<TierHits> compare_hits(const VariantRun& predicted, const VariantRun
 std::vector<LinkComparison> compare_links(const VariantRun& predicted, const VariantRun& measured) {
   std::vector<LinkComparison> links;
   auto entry = [&](const std::string& link) -> LinkComparison& {
-    auto it = std::find_if(links.begin(), links.end(), [&](const LinkComparison& l) { return l.link == link; });
+    auto it =
+        std::find_if(links.begin(), links.end(), [&](const LinkComparison& l) { return l.link == link; });
     return it != links.end() ? *it : links.emplace_back(LinkComparison{link, 0, 0});
   };
   for (const LinkBytes& l : predicted.link_bytes) entry(l.link).predicted += l.bytes;
@@ -219,9 +223,11 @@ std::vector<PathTransfers> compare_transfers(const std::vector<Transfer>& predic
 
 Check transfers_check(const VariantComparison& v, const VariantRun& predicted, const VariantRun& measured,
                       const Targets& t) {
-  Check c{"transfer_time", Verdict::kNotCompared, std::nullopt, t.transfer_time_median_error, std::nullopt, ""};
+  Check c{
+      "transfer_time", Verdict::kNotCompared, std::nullopt, t.transfer_time_median_error, std::nullopt, ""};
   if (!v.transfers) {
-    c.detail = "not compared: no " + (predicted.transfers ? measured.transfers_file : predicted.transfers_file);
+    c.detail =
+        "not compared: no " + (predicted.transfers ? measured.transfers_file : predicted.transfers_file);
     return c;
   }
   std::string worst_path, unmatched;
@@ -265,13 +271,15 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
   v.measured_completed = measured.completed_in_window();
   v.hits = compare_hits(predicted, measured);
   v.links = compare_links(predicted, measured);
-  if (predicted.transfers && measured.transfers) v.transfers = compare_transfers(*predicted.transfers, *measured.transfers);
+  if (predicted.transfers && measured.transfers)
+    v.transfers = compare_transfers(*predicted.transfers, *measured.transfers);
   const MetricComparison& ttft = v.metrics[kTtft];
   v.checks = {ttft_percentile_check("ttft_p50", ttft, &Percentiles::p50, t),
               ttft_percentile_check("ttft_p95", ttft, &Percentiles::p95, t),
               bounded("ttft_request_median", ttft.median_abs_error, t.ttft_request_median_error,
-                      ttft.median_abs_error ? "median over " + std::to_string(ttft.paired) + " requests of |TTFT error|"
-                                            : "no request has a first token on both sides"),
+                      ttft.median_abs_error
+                          ? "median over " + std::to_string(ttft.paired) + " requests of |TTFT error|"
+                          : "no request has a first token on both sides"),
               completed_check(v, t),
               hits_check(v),
               links_check(v),
@@ -321,9 +329,9 @@ Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, c
                           [&](const VariantRun& v) { return v.name == p.name; });
     if (!same_names || m == measured.variants.end()) {
       throw ConfigError((std::filesystem::path(measured.dir) / kSummaryFile).string() + ": variants " +
-                        variant_names(measured) + ", but " + (std::filesystem::path(predicted.dir) / kSummaryFile).string() +
-                        " has " + variant_names(predicted) +
-                        "; both runs must be of the same scenario");
+                        variant_names(measured) + ", but " +
+                        (std::filesystem::path(predicted.dir) / kSummaryFile).string() + " has " +
+                        variant_names(predicted) + "; both runs must be of the same scenario");
     }
     comparison.variants.push_back(compare_variant(p, *m, targets));
   }

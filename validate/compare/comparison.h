@@ -86,7 +86,7 @@ struct VariantComparison {
   std::vector<TierHits> hits;
   std::vector<LinkComparison> links;
   std::optional<std::vector<PathTransfers>> transfers;  // absent: a run has no transfers.csv
-  std::vector<RequestComparison> requests;               // predicted run's order
+  std::vector<RequestComparison> requests;              // predicted run's order
   std::vector<Check> checks;
 };
 

@@ -29,17 +29,24 @@ nlohmann::json metric_json(const MetricComparison& m) {
 }
 
 nlohmann::json check_json(const Check& c) {
-  return {{"name", c.name},          {"verdict", verdict_name(c.verdict)}, {"value", optional_number(c.value)},
-          {"limit", optional_number(c.limit)}, {"goal", optional_number(c.goal)},     {"detail", c.detail}};
+  return {{"name", c.name},
+          {"verdict", verdict_name(c.verdict)},
+          {"value", optional_number(c.value)},
+          {"limit", optional_number(c.limit)},
+          {"goal", optional_number(c.goal)},
+          {"detail", c.detail}};
 }
 
 nlohmann::json variant_json(const VariantComparison& v) {
-  nlohmann::json j = {{"name", v.name}, {"checks", nlohmann::json::array()}, {"metrics", nlohmann::json::object()}};
+  nlohmann::json j = {
+      {"name", v.name}, {"checks", nlohmann::json::array()}, {"metrics", nlohmann::json::object()}};
   for (const Check& c : v.checks) j["checks"].push_back(check_json(c));
-  for (int m = 0; m < kMetricCount; ++m) j["metrics"][metric_name(static_cast<Metric>(m))] = metric_json(v.metrics[m]);
+  for (int m = 0; m < kMetricCount; ++m)
+    j["metrics"][metric_name(static_cast<Metric>(m))] = metric_json(v.metrics[m]);
   j["requests_completed"] = {{"predicted", v.predicted_completed}, {"measured", v.measured_completed}};
   j["hit_tokens"] = nlohmann::json::array();
-  for (const TierHits& h : v.hits) j["hit_tokens"].push_back({{"tier", h.tier}, {"predicted", h.predicted}, {"measured", h.measured}});
+  for (const TierHits& h : v.hits)
+    j["hit_tokens"].push_back({{"tier", h.tier}, {"predicted", h.predicted}, {"measured", h.measured}});
   j["link_bytes"] = nlohmann::json::array();
   for (const LinkComparison& l : v.links)
     j["link_bytes"].push_back({{"link", l.link}, {"predicted", l.predicted}, {"measured", l.measured}});
@@ -91,7 +98,8 @@ void write_request_errors_csv(std::ostream& out, const VariantComparison& v) {
       out << ',';
       if (r.measured[m]) out << *r.measured[m];
       out << ',';
-      if (r.predicted[m] && r.measured[m] && *r.measured[m] > 0) out << (*r.predicted[m] - *r.measured[m]) / *r.measured[m];
+      if (r.predicted[m] && r.measured[m] && *r.measured[m] > 0)
+        out << (*r.predicted[m] - *r.measured[m]) / *r.measured[m];
     }
     out << '\n';
   }

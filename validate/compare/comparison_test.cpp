@@ -106,7 +106,8 @@ TEST(Comparison, PassingFixturePassesEveryCheck) {
   const VariantComparison& v = c.variants.at(0);
   EXPECT_TRUE(c.missed().empty());
   ASSERT_EQ(v.checks.size(), 7u);
-  for (const Check& check : v.checks) EXPECT_EQ(check.verdict, Verdict::kPassed) << check.name << ": " << check.detail;
+  for (const Check& check : v.checks)
+    EXPECT_EQ(check.verdict, Verdict::kPassed) << check.name << ": " << check.detail;
   EXPECT_EQ(v.predicted_completed, 6);
   EXPECT_EQ(v.measured_completed, 6);
   ASSERT_EQ(v.hits.size(), 2u);
@@ -189,7 +190,8 @@ TEST(Comparison, DifferentRequestIdsCannotBeCompared) {
     compare_runs(read_run_folder(kFixtures / "sim"), read_run_folder(hw), Targets{});
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find((hw / "run/requests.csv").string() + ": no request 4"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find((hw / "run/requests.csv").string() + ": no request 4"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -26,7 +26,9 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
-CsvTable CsvTable::read(const std::filesystem::path& path) { return parse(read_whole(path), path.string()); }
+CsvTable CsvTable::read(const std::filesystem::path& path) {
+  return parse(read_whole(path), path.string());
+}
 
 CsvTable CsvTable::parse(std::string text, std::string file_name) {
   CsvTable table;
@@ -34,6 +36,7 @@ CsvTable CsvTable::parse(std::string text, std::string file_name) {
   table.text_ = std::move(text);
   const std::string& t = table.text_;
   size_t line = 0, pos = 0, header_cells = 0;
+  const size_t quote = t.find('"');  // any quote is an error, so the first one is the only one to find
   while (pos < t.size()) {
     size_t end = t.find('\n', pos);
     if (end == std::string::npos) end = t.size();
@@ -43,6 +46,10 @@ CsvTable CsvTable::parse(std::string text, std::string file_name) {
       pos = end + 1;
       continue;  // blank lines (a trailing newline) carry no row
     }
+    if (quote < stop) {
+      throw ConfigError(table.file_ + ":" + std::to_string(line) + ":" + std::to_string(quote - pos + 1) +
+                        ": quoted cells are not supported");
+    }
     std::vector<Cell> row;
     for (size_t cell = pos;;) {
       size_t comma = t.find(',', cell);
@@ -51,16 +58,13 @@ CsvTable CsvTable::parse(std::string text, std::string file_name) {
       if (cell_end == stop) break;
       cell = cell_end + 1;
     }
-    if (t.find('"', pos) < stop) {
-      throw ConfigError(table.file_ + ":" + std::to_string(line) + ":" + std::to_string(t.find('"', pos) - pos + 1) +
-                        ": quoted cells are not supported");
-    }
     if (header_cells == 0) {
       header_cells = row.size();
       for (const Cell& c : row) table.header_.push_back(t.substr(c.begin, c.size));
     } else if (row.size() != header_cells) {
-      throw ConfigError(table.file_ + ":" + std::to_string(line) + ": expected " + std::to_string(header_cells) +
-                        " cells as in the header, got " + std::to_string(row.size()));
+      throw ConfigError(table.file_ + ":" + std::to_string(line) + ": expected " +
+                        std::to_string(header_cells) + " cells as in the header, got " +
+                        std::to_string(row.size()));
     } else {
       table.row_lines_.push_back(line);
       table.cells_.insert(table.cells_.end(), row.begin(), row.end());
@@ -80,7 +84,8 @@ std::optional<size_t> CsvTable::find_column(std::string_view name) const {
 
 size_t CsvTable::column(std::string_view name) const {
   if (auto c = find_column(name)) return *c;
-  throw ConfigError(file_ + ":1: no column '" + std::string(name) + "' (the header has: " + joined(header_) + ")");
+  throw ConfigError(file_ + ":1: no column '" + std::string(name) + "' (the header has: " + joined(header_) +
+                    ")");
 }
 
 std::string_view CsvTable::text(size_t row, size_t column) const {
@@ -88,7 +93,9 @@ std::string_view CsvTable::text(size_t row, size_t column) const {
   return std::string_view(text_).substr(c.begin, c.size);
 }
 
-std::string CsvTable::where(size_t row) const { return file_ + ":" + std::to_string(row_lines_[row]); }
+std::string CsvTable::where(size_t row) const {
+  return file_ + ":" + std::to_string(row_lines_[row]);
+}
 
 std::string CsvTable::where(size_t row, size_t column) const {
   return where(row) + ":" + std::to_string(cells_[row * header_.size() + column].column);

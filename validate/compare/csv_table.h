@@ -44,7 +44,7 @@ class CsvTable {
   std::string text_;
   std::vector<std::string> header_;
   struct Cell {
-    size_t begin = 0;   // offset into text_ (offsets, not views: a moved short string moves its bytes)
+    size_t begin = 0;  // offset into text_ (offsets, not views: a moved short string moves its bytes)
     size_t size = 0;
     size_t column = 0;  // character column in its line, from 1
   };

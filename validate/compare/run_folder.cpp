@@ -43,8 +43,10 @@ VariantRun variant_of(const nlohmann::json& entry, const std::string& where) {
     throw ConfigError(where + ".name: expected a folder name, got '" + v.name + "'");
   }
   const nlohmann::json& summary = member(entry, "summary", where, T::object, "the variant's summary");
-  v.window_s = member(summary, "window_s", where + ".summary", T::number_float, "a number of seconds").get<double>();
-  const nlohmann::json& links = member(summary, "link_bytes", where + ".summary", T::array, "a list of {link, bytes}");
+  v.window_s =
+      member(summary, "window_s", where + ".summary", T::number_float, "a number of seconds").get<double>();
+  const nlohmann::json& links =
+      member(summary, "link_bytes", where + ".summary", T::array, "a list of {link, bytes}");
   for (size_t i = 0; i < links.size(); ++i) {
     std::string at = where + ".summary.link_bytes[" + std::to_string(i) + "]";
     v.link_bytes.push_back({member(links[i], "link", at, T::string, "a link name").get<std::string>(),
@@ -93,9 +95,14 @@ void read_requests_csv(const std::filesystem::path& path, VariantRun& v) {
     if (!seen.insert(static_cast<uint64_t>(request_id)).second) {
       table.fail(r, id, "request id " + std::to_string(request_id) + " appears twice");
     }
-    RequestTimes t{static_cast<uint64_t>(request_id), table.number(r, arrival), table.number(r, first),
-                   table.number(r, completion), table.number(r, ttft), table.integer(r, input),
-                   table.integer(r, output), table.line(r)};
+    RequestTimes t{static_cast<uint64_t>(request_id),
+                   table.number(r, arrival),
+                   table.number(r, first),
+                   table.number(r, completion),
+                   table.number(r, ttft),
+                   table.integer(r, input),
+                   table.integer(r, output),
+                   table.line(r)};
     if (t.started() && t.ttft_s < 0) table.fail(r, ttft, "negative for a request that has a first token");
     if (t.output_tokens < 0) table.fail(r, output, "expected a non-negative token count");
     for (size_t h = 0; h < hit_columns.size(); ++h) v.hit_tokens[h] += table.integer(r, hit_columns[h]);
@@ -107,9 +114,8 @@ RunFolder read_run_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir)) throw ConfigError(dir.string() + ": not a folder");
   std::filesystem::path summary_path = dir / kSummaryFile;
   nlohmann::json summary = read_summary(summary_path);
-  const nlohmann::json& variants =
-      member(summary, "variants", summary_path.string() + ": ", nlohmann::json::value_t::array,
-             "a list of variants");
+  const nlohmann::json& variants = member(summary, "variants", summary_path.string() + ": ",
+                                          nlohmann::json::value_t::array, "a list of variants");
   RunFolder folder{dir.string(), {}};
   for (size_t i = 0; i < variants.size(); ++i) {
     VariantRun v = variant_of(variants[i], summary_path.string() + ": variants[" + std::to_string(i) + "]");

@@ -42,12 +42,12 @@ struct LinkBytes {
 struct VariantRun {
   std::string name;
   double window_s = 0;
-  std::string requests_file;                // path, for messages
-  std::vector<RequestTimes> requests;       // in file order
-  std::vector<std::string> tiers;           // from the hit_tokens_<tier> columns, fastest first
-  std::vector<int64_t> hit_tokens;          // per tier, summed over requests
-  std::vector<LinkBytes> link_bytes;        // summary.json order
-  std::string transfers_file;               // path, for messages (set whether or not the file exists)
+  std::string requests_file;                       // path, for messages
+  std::vector<RequestTimes> requests;              // in file order
+  std::vector<std::string> tiers;                  // from the hit_tokens_<tier> columns, fastest first
+  std::vector<int64_t> hit_tokens;                 // per tier, summed over requests
+  std::vector<LinkBytes> link_bytes;               // summary.json order
+  std::string transfers_file;                      // path, for messages (set whether or not the file exists)
   std::optional<std::vector<Transfer>> transfers;  // absent: the folder has no transfers.csv
 
   int64_t completed_in_window() const;

@@ -48,25 +48,31 @@ TEST(RunFolder, ReadsTheFixture) {
 TEST(RunFolder, MissingSummaryNamesTheFile) {
   std::filesystem::path dir = copy_fixture("sim", "no-summary");
   std::filesystem::remove(dir / "summary.json");
-  EXPECT_EQ(error_of(dir).rfind((dir / "summary.json").string() + ": cannot read the file", 0), 0u) << error_of(dir);
+  EXPECT_EQ(error_of(dir).rfind((dir / "summary.json").string() + ": cannot read the file", 0), 0u)
+      << error_of(dir);
 }
 
 TEST(RunFolder, MissingRequestsNamesTheFile) {
   std::filesystem::path dir = copy_fixture("sim", "no-requests");
   std::filesystem::remove(dir / "run/requests.csv");
-  EXPECT_EQ(error_of(dir).rfind((dir / "run/requests.csv").string() + ": cannot read", 0), 0u) << error_of(dir);
+  EXPECT_EQ(error_of(dir).rfind((dir / "run/requests.csv").string() + ": cannot read", 0), 0u)
+      << error_of(dir);
 }
 
 TEST(RunFolder, MissingSummaryKeyNamesItsPath) {
   std::filesystem::path dir = copy_fixture("sim", "no-window");
   ASSERT_TRUE(edit_file(dir / "summary.json", "\"window_s\"", "\"window\""));
-  EXPECT_EQ(error_of(dir), (dir / "summary.json").string() + ": variants[0].summary.window_s: expected a number of seconds");
+  EXPECT_EQ(error_of(dir),
+            (dir / "summary.json").string() + ": variants[0].summary.window_s: expected a number of seconds");
 }
 
 TEST(RunFolder, MissingColumnNamesTheHeader) {
   std::filesystem::path dir = copy_fixture("sim", "no-column");
   ASSERT_TRUE(edit_file(dir / "run/requests.csv", "first_token_s", "first_token"));
-  EXPECT_EQ(error_of(dir).rfind((dir / "run/requests.csv").string() + ":1: no column 'first_token_s' (the header has: id,", 0), 0u)
+  EXPECT_EQ(
+      error_of(dir).rfind(
+          (dir / "run/requests.csv").string() + ":1: no column 'first_token_s' (the header has: id,", 0),
+      0u)
       << error_of(dir);
 }
 
@@ -74,40 +80,47 @@ TEST(RunFolder, BadNumberNamesLineAndColumn) {
   std::filesystem::path dir = copy_fixture("sim", "bad-number");
   ASSERT_TRUE(edit_file(dir / "run/requests.csv", "2.412,2.604", "2.412,soon"));
   // Line 4 (request 2); completion_s is the ninth cell, starting at character 28.
-  EXPECT_EQ(error_of(dir), (dir / "run/requests.csv").string() + ":4:23: column 'completion_s': expected a number, got 'soon'");
+  EXPECT_EQ(error_of(dir), (dir / "run/requests.csv").string() +
+                               ":4:23: column 'completion_s': expected a number, got 'soon'");
 }
 
 TEST(RunFolder, RepeatedIdNamesTheSecondLine) {
   std::filesystem::path dir = copy_fixture("sim", "repeated-id");
   ASSERT_TRUE(edit_file(dir / "run/requests.csv", "\n3,1,1,", "\n2,1,1,"));
-  EXPECT_EQ(error_of(dir), (dir / "run/requests.csv").string() + ":5:1: column 'id': request id 2 appears twice");
+  EXPECT_EQ(error_of(dir),
+            (dir / "run/requests.csv").string() + ":5:1: column 'id': request id 2 appears twice");
 }
 
 TEST(RunFolder, ShortRowNamesItsLine) {
   std::filesystem::path dir = copy_fixture("sim", "short-row");
   ASSERT_TRUE(edit_file(dir / "run/requests.csv", ",3072,0\n", ",3072\n"));
-  EXPECT_EQ(error_of(dir), (dir / "run/requests.csv").string() + ":7: expected 16 cells as in the header, got 15");
+  EXPECT_EQ(error_of(dir),
+            (dir / "run/requests.csv").string() + ":7: expected 16 cells as in the header, got 15");
 }
 
 TEST(RunFolder, TransfersOutOfOrderAreRefused) {
   std::filesystem::path dir = copy_fixture("sim", "transfer-order");
   ASSERT_TRUE(edit_file(dir / "run/transfers.csv", "1.01,1.05", "0.001,1.05"));
-  EXPECT_EQ(error_of(dir), (dir / "run/transfers.csv").string() +
-                               ":3:18: column 'start_s': rows must be in the order transfers started; this one "
-                               "starts before the row above");
+  EXPECT_EQ(error_of(dir),
+            (dir / "run/transfers.csv").string() +
+                ":3:18: column 'start_s': rows must be in the order transfers started; this one "
+                "starts before the row above");
 }
 
 TEST(RunFolder, TransferEndingBeforeItStartsIsRefused) {
   std::filesystem::path dir = copy_fixture("sim", "transfer-end");
   ASSERT_TRUE(edit_file(dir / "run/transfers.csv", "2,2.1", "2,1.9"));
-  EXPECT_EQ(error_of(dir), (dir / "run/transfers.csv").string() + ":4:20: column 'end_s': the transfer ends before it starts");
+  EXPECT_EQ(error_of(dir), (dir / "run/transfers.csv").string() +
+                               ":4:20: column 'end_s': the transfer ends before it starts");
 }
 
 TEST(CsvTable, QuotedCellsAreRefused) {
   EXPECT_THROW(CsvTable::parse("a,b\n1,\"2\"\n", "q.csv"), ConfigError);
 }
 
-TEST(CsvTable, EmptyFileIsRefused) { EXPECT_THROW(CsvTable::parse("", "e.csv"), ConfigError); }
+TEST(CsvTable, EmptyFileIsRefused) {
+  EXPECT_THROW(CsvTable::parse("", "e.csv"), ConfigError);
+}
 
 TEST(CsvTable, CrlfLinesRead) {
   CsvTable t = CsvTable::parse("a,b\r\n1,2\r\n", "crlf.csv");
@@ -118,13 +131,15 @@ TEST(Transfers, WriterSortsByStartAndReaderReadsItBack) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-validate-transfers.csv";
   {
     std::ofstream out(path);
-    write_transfers_csv(out, {{"hbm->dram", 4096, 2.5, 2.75}, {"dram->hbm", 1 << 20, 0.125, 0.5},
-                              {"dram->hbm", 8192, 2.5, 3}});
+    write_transfers_csv(
+        out,
+        {{"hbm->dram", 4096, 2.5, 2.75}, {"dram->hbm", 1 << 20, 0.125, 0.5}, {"dram->hbm", 8192, 2.5, 3}});
   }
   std::stringstream text;
   text << std::ifstream(path).rdbuf();
-  EXPECT_EQ(text.str(), "path,bytes,start_s,end_s\ndram->hbm,1048576,0.125,0.5\nhbm->dram,4096,2.5,2.75\n"
-                        "dram->hbm,8192,2.5,3\n");
+  EXPECT_EQ(text.str(),
+            "path,bytes,start_s,end_s\ndram->hbm,1048576,0.125,0.5\nhbm->dram,4096,2.5,2.75\n"
+            "dram->hbm,8192,2.5,3\n");
   std::vector<Transfer> back = read_transfers_csv(path);
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[1].path, "hbm->dram");

@@ -12,6 +12,8 @@ double percentile_of_sorted(const std::vector<double>& sorted, double q);
 double percentile(std::vector<double> values, double q);
 
 // (predicted - measured) / measured.
-inline double relative_error(double predicted, double measured) { return (predicted - measured) / measured; }
+inline double relative_error(double predicted, double measured) {
+  return (predicted - measured) / measured;
+}
 
 }  // namespace kvtier::validation

@@ -14,7 +14,8 @@ void write_transfers_csv(std::ostream& out, std::vector<Transfer> transfers) {
   out << kTransfersHeader << '\n' << std::setprecision(12);
   for (const Transfer& t : transfers) {
     if (t.path.empty() || t.path.find_first_of(",\"\r\n") != std::string::npos) {
-      throw std::invalid_argument("transfer path '" + t.path + "': expected a name without commas, quotes or line breaks");
+      throw std::invalid_argument("transfer path '" + t.path +
+                                  "': expected a name without commas, quotes or line breaks");
     }
     out << t.path << ',' << t.bytes << ',' << t.start_s << ',' << t.end_s << '\n';
   }
@@ -34,7 +35,8 @@ std::vector<Transfer> read_transfers_csv(const std::filesystem::path& path) {
     if (t.start_s < 0) table.fail(r, start, "expected a non-negative time");
     if (t.end_s < t.start_s) table.fail(r, end, "the transfer ends before it starts");
     if (!transfers.empty() && t.start_s < transfers.back().start_s) {
-      table.fail(r, start, "rows must be in the order transfers started; this one starts before the row above");
+      table.fail(r, start,
+                 "rows must be in the order transfers started; this one starts before the row above");
     }
     transfers.push_back(std::move(t));
   }
