@@ -17,6 +17,12 @@ std::string percent(double fraction) {
   return buffer;
 }
 
+std::string magnitude(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f %%", 100 * fraction);
+  return buffer;
+}
+
 std::string limit_text(double fraction) {
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%g %%", 100 * fraction);
@@ -107,13 +113,15 @@ MetricComparison compare_metric(const std::vector<RequestComparison>& requests, 
   return c;
 }
 
-Check bounded(std::string name, std::optional<double> error, double limit, std::string detail) {
+// `error` is a signed relative error, or already a magnitude (a median of |errors|) when !is_signed.
+Check bounded(std::string name, std::optional<double> error, double limit, std::string detail,
+              bool is_signed = true) {
   Check c{std::move(name), Verdict::kNotCompared, std::nullopt, limit, std::nullopt, std::move(detail)};
   if (!error) return c;
   c.value = std::abs(*error);
   c.verdict = *c.value <= limit ? Verdict::kPassed : Verdict::kMissed;
-  c.detail =
-      percent(*error) + " (limit " + limit_text(limit) + ")" + (c.detail.empty() ? "" : "; " + c.detail);
+  c.detail = (is_signed ? percent(*error) : magnitude(*error)) + " (limit " + limit_text(limit) + ")" +
+             (c.detail.empty() ? "" : "; " + c.detail);
   return c;
 }
 
@@ -245,7 +253,7 @@ Check transfers_check(const VariantComparison& v, const VariantRun& predicted, c
     c.detail = "no transfers to pair on " + unmatched;
   } else if (c.value) {
     c.verdict = *c.value <= c.limit ? Verdict::kPassed : Verdict::kMissed;
-    c.detail = "worst path " + worst_path + ": median |error| " + percent(*c.value) + " (limit " +
+    c.detail = "worst path " + worst_path + ": median |error| " + magnitude(*c.value) + " (limit " +
                limit_text(*c.limit) + ")";
   } else {
     c.detail = "not compared: neither run made a transfer";
@@ -279,7 +287,8 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
               bounded("ttft_request_median", ttft.median_abs_error, t.ttft_request_median_error,
                       ttft.median_abs_error
                           ? "median over " + std::to_string(ttft.paired) + " requests of |TTFT error|"
-                          : "no request has a first token on both sides"),
+                          : "no request has a first token on both sides",
+                      false),
               completed_check(v, t),
               hits_check(v),
               links_check(v),

@@ -116,6 +116,10 @@ TEST(Comparison, PassingFixturePassesEveryCheck) {
   EXPECT_EQ(v.hits[1].predicted, 2048);
   EXPECT_NEAR(*check_named(v, "ttft_p95").value, 0.0625 / 1.75, kTight);
   EXPECT_NEAR(*check_named(v, "ttft_request_median").value, 0.02, kTight);
+  EXPECT_EQ(check_named(v, "ttft_request_median").detail,
+            "2.00 % (limit 10 %); median over 6 requests of |TTFT error|");
+  EXPECT_EQ(check_named(v, "transfer_time").detail,
+            "worst path hbm->dram: median |error| 2.04 % (limit 3 %)");
 }
 
 // hw-miss: requests 2 and 3 measured at 0.35 s and 0.45 s, so measured p50 = 0.35 + 0.5 * 0.1 = 0.4 and the
