@@ -2,10 +2,13 @@
 //
 // A block owns one KV head and 128 query rows (the mapping of attention_plan.h: row = token * ratio + head
 // in group) and walks the keys in tiles of 128. Its 384 threads form three warpgroups:
-//   producer   (warpgroup 0, 40 registers a thread after setmaxnreg) copies the Q tile once and then K and V
-//              tiles from the pages into shared memory with cp.async, two stages deep; each copy signals a
-//              "full" mbarrier on completion (cp.async.mbarrier.arrive) and waits on an "empty" one first
-//              (one arrival per consumer warp); K runs a tile ahead of V, page ids two tiles ahead;
+//   producer   (warpgroup 0, 40 registers a thread after setmaxnreg) copies the Q tile once (cp.async), then
+//              its first warp brings K and V tiles from the pages into shared memory with the tensor-copy
+//              engine, two stages deep: one cp.async.bulk.tensor per box of rows of one page (lane i issues
+//              box i), completing on a "full" mbarrier (expect_tx), after waiting on an "empty" one (one
+//              arrival per consumer warp); K runs a tile ahead of V, page ids two tiles ahead. Pools the
+//              engine cannot address (hopper_tma_box_rows() == 0) are copied by the whole warpgroup with
+//              16-byte cp.async copies signalling the full barrier by cp.async.mbarrier.arrive;
 //   consumers  (warpgroups 1 and 2, 232 registers) each own 64 query rows. Per tile j a consumer issues
 //              S_j = Q K_j^T (wgmma m64n128k16, both operands from shared memory) and O += P_{j-1} V_{j-1}
 //              (P from registers, V read N-major), then computes the online softmax of S_j while the
@@ -18,7 +21,12 @@
 // 1024-byte-aligned groups of 8 rows: the 128-byte swizzle that wgmma matrix descriptors name.
 #include "attention_hopper.h"
 
+#include <cuda.h>
+
+#include <climits>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "gpu/check.h"
 #include "gpu/device.h"
@@ -62,6 +70,23 @@ __device__ inline void barrier_init(uint32_t barrier, int count) {
 }
 __device__ inline void barrier_arrive(uint32_t barrier) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(barrier) : "memory");
+}
+// Arrives on the barrier and adds `bytes` to the transaction count its phase waits for.
+__device__ inline void barrier_arrive_expect_bytes(uint32_t barrier, int bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(barrier), "r"(bytes) : "memory");
+}
+// Like copy_async_arrive, but adds the arrival to the phase's expected count instead of taking one of them.
+__device__ inline void copy_async_arrive_extra(uint32_t barrier) {
+  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(barrier) : "memory");
+}
+// Copies the box at coordinates (column, slot, head, K or V, page) of `map` to `dst`; its bytes complete a
+// transaction of `barrier`. Coordinates past the tensor's extent read as zeros.
+__device__ inline void tensor_copy(uint32_t dst, const CUtensorMap* map, int column, int slot, int head, int k_or_v,
+                                   int page, uint32_t barrier) {
+  asm volatile(
+      "cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(column), "r"(slot), "r"(head), "r"(k_or_v), "r"(page), "r"(barrier)
+      : "memory");
 }
 // Waits until the phase of parity `parity` has completed (a fresh barrier counts parity 1 as completed).
 __device__ inline void barrier_wait(uint32_t barrier, int parity) {
@@ -205,7 +230,72 @@ __device__ inline void load_kv_tile(const AttentionParams& p, const BlockWork& w
   }
 }
 
-__device__ void produce(const AttentionParams& p, const BlockWork& w, int tiles, const SharedTiles& s) {
+// Brings rows n0 .. n0 + 127 of (K or V, head) into a swizzled tile with the tensor-copy engine, lane i of
+// the calling warp copying box i (rows i % groups, column half i / groups) of one page, and makes the tile
+// complete `full`. Boxes past key_stop read as zeros (a slot past the page). The box that key_stop cuts
+// (the block's last tile only) is copied instead row by row with cp.async, zero-filling the rows past
+// key_stop: V rows there meet zero weights, and stale rows of a page could hold NaNs.
+__device__ inline void load_kv_tile_tma(const AttentionParams& p, const BlockWork& w, const CUtensorMap* map, int box_rows,
+                                        int tile_pages, int k_or_v, int n0, uint32_t tile, uint32_t full) {
+  const int lane = static_cast<int>(threadIdx.x) % 32, kv_head = static_cast<int>(blockIdx.x);
+  const int block_tokens = p.kv.block_tokens, first_page = n0 / block_tokens, groups = kKeys / box_rows;
+  const int group = lane % groups, key = n0 + group * box_rows;
+  const int page = __shfl_sync(0xffffffffu, tile_pages, (key / block_tokens - first_page) & 31);
+  const int valid_rows = w.key_stop - n0;
+  const int cut_group = valid_rows < kKeys && valid_rows % box_rows != 0 ? valid_rows / box_rows : -1;
+  if (cut_group >= 0) {
+    const int cut_key = n0 + cut_group * box_rows;
+    const int cut_page = __shfl_sync(0xffffffffu, tile_pages, (cut_key / block_tokens - first_page) & 31);
+    const uint16_t* rows = p.kv.pool + cut_page * p.kv.page_stride + p.kv.k_offset + k_or_v * p.kv.v_offset +
+                           kv_head * p.kv.head_stride + (cut_key % block_tokens) * kD;
+#pragma unroll 1
+    for (int i = lane; i < box_rows * 16; i += 32) {
+      const int row = i / 16, chunk = i % 16;
+      const bool valid = cut_key + row < w.key_stop;
+      copy_async_16(tile + swizzled_offset<kKeys>(cut_group * box_rows + row, chunk), valid ? rows + row * kD + chunk * 8 : p.kv.pool,
+                    valid);
+    }
+    copy_async_arrive_extra(full);
+  }
+  __syncwarp();
+  if (lane == 0) barrier_arrive_expect_bytes(full, kTileBytes - (cut_group >= 0 ? box_rows * kD * 2 : 0));
+  if (lane < 2 * groups && group != cut_group) {
+    const int half = lane / groups;
+    const bool valid = key < w.key_stop;
+    tensor_copy(tile + half * kKeys * kRowBytes + group * box_rows * kRowBytes, map, half * 64,
+                valid ? key % block_tokens : block_tokens, kv_head, k_or_v, valid ? page : 0, full);
+  }
+}
+
+// The K/V stream of the tensor-copy engine: as produce()'s cp.async one, from one warp.
+__device__ void produce_tma(const AttentionParams& p, const BlockWork& w, int tiles, const SharedTiles& s,
+                            const CUtensorMap* map, int box_rows) {
+  const int* table = p.batch.block_table + int64_t{w.seq} * p.batch.block_table_stride;
+  auto n0_of = [&](int j) { return w.key_begin + j * kKeys; };
+  auto load_k = [&](int j, int tile_pages) {
+    const int stage = j % kStages;
+    barrier_wait(address_of(s.barriers->k_empty[stage]), ((j / kStages) & 1) ^ 1);
+    load_kv_tile_tma(p, w, map, box_rows, tile_pages, 0, n0_of(j), s.k + stage * kTileBytes,
+                     address_of(s.barriers->k_full[stage]));
+  };
+  int pages = fetch_tile_pages(p, w, table, n0_of(0));
+  int next_pages = tiles > 1 ? fetch_tile_pages(p, w, table, n0_of(1)) : -1;
+  load_k(0, pages);
+  for (int j = 0; j < tiles; ++j) {
+    const int later_pages = j + 2 < tiles ? fetch_tile_pages(p, w, table, n0_of(j + 2)) : -1;
+    if (j + 1 < tiles) load_k(j + 1, next_pages);
+    const int stage = j % kStages;
+    barrier_wait(address_of(s.barriers->v_empty[stage]), ((j / kStages) & 1) ^ 1);
+    load_kv_tile_tma(p, w, map, box_rows, pages, 1, n0_of(j), s.v + stage * kTileBytes,
+                     address_of(s.barriers->v_full[stage]));
+    pages = next_pages;
+    next_pages = later_pages;
+  }
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+__device__ void produce(const AttentionParams& p, const BlockWork& w, int tiles, const SharedTiles& s,
+                        const CUtensorMap* map, int box_rows) {
   const int kv_head = static_cast<int>(blockIdx.x);
   const int chunk = static_cast<int>(threadIdx.x) % 16, row0 = static_cast<int>(threadIdx.x) / 16;
 #pragma unroll 4
@@ -219,6 +309,11 @@ __device__ void produce(const AttentionParams& p, const BlockWork& w, int tiles,
     copy_async_16(s.q + swizzled_offset<kRows>(row, chunk), src, valid);
   }
   copy_async_arrive(address_of(s.barriers->q_full));
+  if (box_rows > 0) {
+    if (threadIdx.x < 32) produce_tma(p, w, tiles, s, map, box_rows);
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    return;
+  }
   const int* table = p.batch.block_table + int64_t{w.seq} * p.batch.block_table_stride;
   const uint16_t* k_base = p.kv.pool + p.kv.k_offset + kv_head * p.kv.head_stride + chunk * 8;
   const int page_shift = (p.kv.block_tokens & (p.kv.block_tokens - 1)) == 0 ? __ffs(p.kv.block_tokens) - 1 : -1;
@@ -386,7 +481,9 @@ __device__ void consume(const AttentionParams& p, const BlockWork& w, int tiles,
 
 #endif  // __CUDA_ARCH__
 
-__global__ void __launch_bounds__(kThreads, 1) paged_attention_hopper(AttentionParams p) {
+// `kv_map`: the pool as a tensor for boxes of `box_rows` (hopper_tma_box_rows), unused when that is 0.
+__global__ void __launch_bounds__(kThreads, 1)
+    paged_attention_hopper(AttentionParams p, const __grid_constant__ CUtensorMap kv_map, int box_rows) {
 #if defined(__CUDA_ARCH__)
   extern __shared__ uint8_t shared_raw[];
   const uint32_t raw = static_cast<uint32_t>(__cvta_generic_to_shared(shared_raw));
@@ -399,9 +496,10 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_hopper(AttentionP
   if (threadIdx.x == 0) {
     Barriers& b = *tiles_at.barriers;
     barrier_init(address_of(b.q_full), 128);
+    const int full_arrivals = box_rows > 0 ? 1 : 128;  // the expect_tx arrival, or every producer thread's
     for (int i = 0; i < kStages; ++i) {
-      barrier_init(address_of(b.k_full[i]), 128);
-      barrier_init(address_of(b.v_full[i]), 128);
+      barrier_init(address_of(b.k_full[i]), full_arrivals);
+      barrier_init(address_of(b.v_full[i]), full_arrivals);
       barrier_init(address_of(b.k_empty[i]), 8);  // one arrival per consumer warp
       barrier_init(address_of(b.v_empty[i]), 8);
     }
@@ -409,7 +507,7 @@ __global__ void __launch_bounds__(kThreads, 1) paged_attention_hopper(AttentionP
   __syncthreads();
   if (__shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x) / 128, 0) == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(kProducerRegisters));
-    produce(p, w, tiles, tiles_at);
+    produce(p, w, tiles, tiles_at, &kv_map, box_rows);
   } else {
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(kConsumerRegisters));
     consume(p, w, tiles, tiles_at);
@@ -427,6 +525,48 @@ bool hopper_attention_device() {
   return major == 9 && minor == 0;
 }
 
+namespace {
+
+using EncodeTiled = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                 CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+
+// cuTensorMapEncodeTiled from the driver the runtime loaded (no link dependency on libcuda).
+EncodeTiled encode_tiled() {
+  static const EncodeTiled encode = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    KVTIER_GPU_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess) throw std::runtime_error("the CUDA driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<EncodeTiled>(function);
+  }();
+  return encode;
+}
+
+// One layer of the pool as a 5-D bf16 tensor [page][K or V][kv head][slot][head_dim] (innermost last),
+// read in boxes of 64 columns x box_rows slots with the 128-byte swizzle of the kernel's tiles. The page
+// extent is left open (the block table names the pages); slots past block_tokens read as zeros.
+CUtensorMap kv_tensor_map(const PagedKvLayer& kv, int box_rows) {
+  constexpr cuuint64_t kBf16 = 2;
+  const cuuint64_t extent[5] = {static_cast<cuuint64_t>(kv.head_dim), static_cast<cuuint64_t>(kv.block_tokens),
+                                static_cast<cuuint64_t>(kv.kv_heads), 2, static_cast<cuuint64_t>(INT_MAX)};
+  const cuuint64_t stride_bytes[4] = {kv.head_dim * kBf16, kv.head_stride * kBf16, kv.v_offset * kBf16,
+                                      kv.page_stride * kBf16};
+  const cuuint32_t box[5] = {kRowBytes / 2, static_cast<cuuint32_t>(box_rows), 1, 1, 1};
+  const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
+  CUtensorMap map{};
+  const CUresult result = encode_tiled()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 5, kv.pool + kv.k_offset, extent,
+                                         stride_bytes, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (result != CUDA_SUCCESS) {
+    throw std::runtime_error("cuTensorMapEncodeTiled failed (" + std::to_string(static_cast<int>(result)) + ") for the K/V pool");
+  }
+  return map;
+}
+
+}  // namespace
+
 void launch_hopper_attention(const AttentionParams& params, gpuStream_t stream) {
   static const bool configured = [] {
     KVTIER_GPU_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&paged_attention_hopper),
@@ -435,7 +575,9 @@ void launch_hopper_attention(const AttentionParams& params, gpuStream_t stream) 
   }();
   (void)configured;
   const dim3 grid(params.kv.kv_heads, params.query_tiles, params.batch.sequences);
-  paged_attention_hopper<<<grid, kThreads, kSharedBytes, stream>>>(params);
+  const int box_rows = hopper_tma_box_rows(params.kv);
+  const CUtensorMap kv_map = box_rows > 0 ? kv_tensor_map(params.kv, box_rows) : CUtensorMap{};
+  paged_attention_hopper<<<grid, kThreads, kSharedBytes, stream>>>(params, kv_map, box_rows);
   KVTIER_GPU_CHECK_LAUNCH("paged_attention_hopper");
 }
 

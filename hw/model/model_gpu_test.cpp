@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "attention.h"
+#include "attention_hopper.h"
 #include "attention_plan.h"
 #include "elementwise.h"
 #include "gpu/check.h"
@@ -108,13 +109,36 @@ struct AttentionRun {
   AttentionKernel kernel;
 };
 
-// Runs paged_attention on `batch` over random pages and Q for each run, checking every output against the
-// double-precision reference.
+// Writes NaNs into the slots of each sequence's last page past its last key, in every layer, as stale
+// data of an earlier page owner could be: a kernel must not let them reach an output (0 x NaN is NaN).
+void poison_stale_slots(std::vector<uint16_t>& pool, const Batch& batch, const KvPageGeometry& geometry,
+                        int64_t page_stride) {
+  constexpr uint16_t kNan = 0x7fc0;
+  for (const HostSequence& seq : batch.sequences) {
+    const int keys = seq.context_tokens + seq.new_tokens;
+    if (seq.pages.empty() || keys % geometry.block_tokens == 0) continue;
+    for (int layer = 0; layer < geometry.layers_in_group; ++layer) {
+      for (int k_or_v = 0; k_or_v < 2; ++k_or_v) {
+        for (int head = 0; head < geometry.kv_heads; ++head) {
+          for (int slot = keys % geometry.block_tokens; slot < geometry.block_tokens; ++slot) {
+            for (int dim = 0; dim < geometry.head_dim; ++dim) {
+              pool[static_cast<size_t>(seq.pages.back() * page_stride + geometry.offset(layer, k_or_v, head, slot, dim))] = kNan;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Runs paged_attention on `batch` over random pages (NaNs past each sequence's keys) and Q for each run,
+// checking every output against the double-precision reference.
 void expect_attention_matches(const AttentionCase& c, Batch& batch, const std::vector<AttentionRun>& runs) {
   const int heads = c.kv_heads * c.ratio, layers = 2, layer = 1;
   const KvPageGeometry geometry{layers, c.kv_heads, c.head_dim, c.block_tokens};
   const int64_t page_stride = geometry.page_elements() + 8;  // padded like an allocator would
-  const auto pool = random_bf16(static_cast<size_t>(page_stride * batch.pool_pages), 1.0f, 11);
+  auto pool = random_bf16(static_cast<size_t>(page_stride * batch.pool_pages), 1.0f, 11);
+  poison_stale_slots(pool, batch, geometry, page_stride);
   const int tokens = batch.device.total_new_tokens;
   const auto q = random_bf16(static_cast<size_t>(tokens) * heads * c.head_dim, 4.0f, 12);
   const double scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
@@ -194,8 +218,33 @@ INSTANTIATE_TEST_SUITE_P(Shapes, HopperAttention,
                          ::testing::Values(AttentionCase{128, 2, 4, 16}, AttentionCase{128, 1, 8, 256},
                                            AttentionCase{128, 2, 1, 64}, AttentionCase{128, 1, 6, 48},
                                            AttentionCase{128, 1, 4, 7}, AttentionCase{128, 1, 16, 16},
-                                           AttentionCase{128, 2, 4, 4}, AttentionCase{128, 1, 8, 5}),
+                                           AttentionCase{128, 2, 4, 4}, AttentionCase{128, 1, 8, 5},
+                                           AttentionCase{128, 2, 2, 8}, AttentionCase{128, 1, 4, 24}),
                          [](const auto& info) { return case_name(info.param); });
+
+// The tensor-copy engine takes pools it can read in whole 8-row swizzle atoms of one page, with 16-byte
+// aligned rows; the largest power of two dividing the page size (at most a 128-key tile) is its box.
+TEST(HopperTensorCopy, BoxRowsFollowThePageSizeAndTheAlignment) {
+  auto box_rows = [](int block_tokens, int head_dim = 128, int64_t stride_padding = 8, uintptr_t pool = 4096) {
+    const KvPageGeometry geometry{2, 8, head_dim, block_tokens};
+    return hopper_tma_box_rows(paged_kv_layer(reinterpret_cast<uint16_t*>(pool),
+                                              geometry.page_elements() + stride_padding, geometry, 1));
+  };
+  EXPECT_EQ(box_rows(8), 8);
+  EXPECT_EQ(box_rows(16), 16);
+  EXPECT_EQ(box_rows(24), 8);
+  EXPECT_EQ(box_rows(48), 16);
+  EXPECT_EQ(box_rows(64), 64);
+  EXPECT_EQ(box_rows(128), 128);
+  EXPECT_EQ(box_rows(256), 128);
+  EXPECT_EQ(box_rows(4), 0);
+  EXPECT_EQ(box_rows(5), 0);
+  EXPECT_EQ(box_rows(7), 0);
+  EXPECT_EQ(box_rows(12), 0);
+  EXPECT_EQ(box_rows(16, 64), 0);
+  EXPECT_EQ(box_rows(16, 128, 4), 0);        // page stride of 8 bytes past a multiple of 16
+  EXPECT_EQ(box_rows(16, 128, 8, 4104), 0);  // pool 8 bytes past a 16-byte boundary
+}
 
 // On an H100/H200 the prefill shapes of Llama-3.1-8B must take the Hopper kernel, decode splits must not.
 TEST_F(ModelGpu, HopperKernelServesUnsplitHeadDim128OnComputeCapability90) {

@@ -4,7 +4,8 @@
 # Writes logs and bench.json to $OUT (default ./model-checks) and prints a short summary last. From the
 # source root, on an NVIDIA GPU:
 #   OUT=/tmp/out hw/model/run_model_checks.sh
-# BENCH_ARGS (default: all lengths) are passed to kvtier-model-bench; SANITIZE=0 skips the sanitizers.
+# BENCH_ARGS (default: all lengths) are passed to kvtier-model-bench; SANITIZE=0 skips the sanitizers;
+# BENCH_TIMEOUT, MEMCHECK_TIMEOUT and RACECHECK_TIMEOUT (seconds) bound the bench and the sanitizer runs.
 # The Hopper attention tests run first: when they fail, the rest is skipped (a broken kernel can hang).
 set -uo pipefail
 OUT=${OUT:-model-checks}
@@ -34,7 +35,7 @@ if [ "$hopper" = 0 ]; then
   } >"$OUT/tests.txt" 2>&1
   timeout ${BENCH_TIMEOUT:-400} "$bin/kvtier-model-bench" ${BENCH_ARGS:-} --json "$OUT/bench.json" >"$OUT/bench.txt" 2>&1
   if [ "${SANITIZE:-1}" != 0 ]; then
-    timeout 200 "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/kvtier_hw_model_gpu_test" \
+    timeout ${MEMCHECK_TIMEOUT:-200} "$SANITIZER" --tool memcheck --error-exitcode 3 "$bin/kvtier_hw_model_gpu_test" \
       --gtest_filter='*d128_kv2_ratio4*:*d64_kv1_ratio8*:*Rope*' >"$OUT/sanitizer.txt" 2>&1
     timeout ${RACECHECK_TIMEOUT:-120} "$SANITIZER" --tool racecheck --error-exitcode 3 "$bin/kvtier_hw_model_gpu_test" \
       --gtest_filter='*HopperAttention*ratio16*' >"$OUT/racecheck.txt" 2>&1
