@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "calibration.h"
 #include "embedded_files.h"
 #include "platform.h"
 
@@ -16,15 +17,11 @@ namespace {
 
 const char* kCalibration = "results/hw/calibration-h200.json";
 
-// The H200 file with the calibration's `hardware` keys laid over it, as a scenario's `calibration:` does.
-HardwareConfig calibrated_h200(const ConfigNode& calibration) {
-  ConfigNode hw = load_config("h200", "configs/hardware");
-  ConfigNode overlay = calibration.child("hardware");
-  for (const std::string& section : overlay.keys()) {
-    ConfigNode keys = overlay.child(section);
-    for (const std::string& key : keys.keys()) hw.set(section + "." + key, keys.child(key).as_string());
-  }
-  return parse_hardware(hw);
+// The H200 file with the calibration's measured values laid over it, as a scenario's `calibration:` does.
+HardwareConfig calibrated_h200(const Calibration& calibration) {
+  HardwareConfig hw = parse_hardware(load_config("h200", "configs/hardware"));
+  overlay_calibration(calibration, hw);
+  return hw;
 }
 
 // Simulated seconds for one copy of `bytes` (or one each way at once for "both").
@@ -43,15 +40,15 @@ double predicted_seconds(const HardwareConfig& hw, const std::string& direction,
 TEST(HardwareValidation, PinnedCopiesMatchTheCalibratedPlatform) {
   if (!std::filesystem::exists(kCalibration))
     GTEST_SKIP() << kCalibration << " is absent: run from the source root";
-  ConfigNode calibration = ConfigNode::load_file(kCalibration);
+  const Calibration calibration = load_calibration(kCalibration);
   HardwareConfig hw = calibrated_h200(calibration);
   std::printf("%-5s %12s %12s %12s %8s\n", "dir", "bytes", "measured_us", "predicted_us", "error");
   int checked = 0;
-  for (const ConfigNode& copy : calibration.child("measurements").child("copy").elements()) {
-    std::string direction = copy.string("direction");
+  for (const nlohmann::json& copy : calibration.measurements.at("copy")) {
+    std::string direction = copy.at("direction").get<std::string>();
     if (direction == "d2d") continue;  // inside HBM: not a link of the platform
-    double bytes = copy.number("bytes");
-    double measured = copy.number("seconds");
+    double bytes = copy.at("bytes").get<double>();
+    double measured = copy.at("seconds").get<double>();
     double predicted = predicted_seconds(hw, direction, bytes);
     double error = (predicted - measured) / measured;
     std::printf("%-5s %12.0f %12.2f %12.2f %+7.1f%%\n", direction.c_str(), bytes, measured * 1e6,

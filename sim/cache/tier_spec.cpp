@@ -1,6 +1,9 @@
 #include "tier_spec.h"
 
+#include <map>
 #include <set>
+
+#include "embedded_files.h"
 
 namespace kvtier {
 namespace {
@@ -78,12 +81,36 @@ void parse_lower_tier_keys(const ConfigNode& node, TierSpec& tier) {
   }
 }
 
+// Tier 0 is HBM and no lower tier is.
+Medium parse_tier_medium(const ConfigNode& tier, size_t index) {
+  if (!tier.has("medium")) {
+    tier.fail("missing required key 'medium': where the tier's KV lives (hbm, dram, nvme or remote)");
+  }
+  ConfigNode node = tier.child("medium");
+  std::string name = node.as_string();
+  std::optional<Medium> medium = parse_medium(name);
+  if (!medium) node.fail("expected hbm, dram, nvme or remote, got '" + name + "'");
+  if (index == 0 && *medium != Medium::kHbm) node.fail("tier 0 holds running requests, so its medium is hbm");
+  if (index > 0 && *medium == Medium::kHbm) node.fail("a lower tier is dram, nvme or remote; hbm is tier 0's");
+  return *medium;
+}
+
+// A medium the hardware has: its load path (none for HBM).
+std::optional<LoadPath> load_path_on(const HardwareConfig& hardware, const ConfigNode& tier, Medium medium) {
+  std::optional<LoadPath> path = load_path(hardware, medium);
+  if (path || medium == Medium::kHbm) return path;
+  const char* lacks = medium == Medium::kNvme ? "NVMe drives (nvme.drives)" : "network (network.bandwidth)";
+  tier.child("medium").fail("the hardware file '" + hardware.name + "' has no " + lacks + ", so there is no " +
+                            std::string(medium_name(medium)) + " tier");
+}
+
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
                     const std::optional<int64_t>& given_capacity_bytes) {
-  node.allow_keys({"name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy", "prefix_aware",
-                   "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
+  node.allow_keys({"medium", "name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy",
+                   "prefix_aware", "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
   TierSpec tier;
-  tier.name = node.string("name");
+  tier.medium = parse_tier_medium(node, index);
+  tier.name = node.string("name", medium_name(tier.medium));
   tier.block_tokens = block_tokens;
   ConfigNode kv = node.child("kv");
   tier.layout =
@@ -109,7 +136,7 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 }  // namespace
 
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
-                                  std::optional<int64_t> tier0_capacity_bytes) {
+                                  std::optional<int64_t> tier0_capacity_bytes, const HardwareConfig* hardware) {
   if (block_tokens <= 0) throw ConfigError(tiers.file() + ": block size must be positive to size the tiers");
   if (!tiers.is_sequence()) tiers.fail("expected a list of tiers, fastest first");
   std::vector<ConfigNode> elements = tiers.elements();
@@ -118,11 +145,26 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
   std::vector<TierSpec> specs;
   std::set<std::string> names;
   const std::optional<int64_t> from_keys;
+  std::map<Medium, size_t> tier_of_medium;
   for (size_t i = 0; i < elements.size(); ++i) {
     specs.push_back(parse_tier(elements[i], i, model, block_tokens, i == 0 ? tier0_capacity_bytes : from_keys));
-    if (!names.insert(specs.back().name).second) elements[i].child("name").fail("tier names must be unique");
+    TierSpec& tier = specs.back();
+    auto [first, inserted] = tier_of_medium.emplace(tier.medium, i);
+    if (!inserted) {
+      const std::string medium(medium_name(tier.medium));
+      elements[i].child("medium").fail("tiers[" + std::to_string(first->second) + "] is already the " + medium +
+                                       " tier; the hardware has one " + medium + ", so one tier per medium");
+    }
+    if (hardware) tier.load_path = load_path_on(*hardware, elements[i], tier.medium);
+    if (!names.insert(tier.name).second) elements[i].child("name").fail("tier names must be unique");
   }
   return specs;
+}
+
+ConfigNode load_tier_file(const std::string& spec) {
+  ConfigNode root = load_config(spec, "configs/tiers");
+  root.allow_keys({"tiers"});
+  return root;
 }
 
 TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes,

@@ -1,7 +1,9 @@
 // The tiers of a cache hierarchy, as configuration describes them.
 //
 // Tier 0 is where running requests' KV lives (HBM); tiers 1, 2, ... are slower and larger (DRAM, NVMe, a
-// remote pool). Each tier stores blocks in its own KV layout, so a DRAM tier can hold 4-bit blocks while
+// remote pool), one tier per medium: a tier says which medium it is (`medium:`), and its name is only a
+// label. Parsed for a node's hardware, each lower tier also carries the path its hits are loaded over,
+// derived once from its medium and that hardware, and a medium the hardware lacks is refused. Each tier stores blocks in its own KV layout, so a DRAM tier can hold 4-bit blocks while
 // HBM holds bf16 (quantize on offload); its capacity in blocks is its bytes divided by its bytes per block.
 // How blocks reach a lower tier and leave it is set per lower tier:
 //   placement  inclusive: a block promoted to tier 0 keeps its copy here;
@@ -21,9 +23,12 @@
 #include <string>
 #include <vector>
 
+#include "breakeven.h"
 #include "config.h"
 #include "eviction_policy.h"
+#include "hardware.h"
 #include "kv_layout.h"
+#include "medium.h"
 #include "model_card.h"
 
 namespace kvtier {
@@ -38,7 +43,11 @@ enum class WriteMode { kSpill, kThrough };
 enum class RecencyOrder { kFirstBlockMostRecent, kLastBlockMostRecent };
 
 struct TierSpec {
-  std::string name;
+  std::string name;  // a label in outputs: the medium's name unless the file gives one
+  Medium medium = Medium::kHbm;
+  // How a hit here reaches HBM on the hardware the tiers were parsed for; absent for tier 0 and where no
+  // hardware was given (the hit-rate mode).
+  std::optional<LoadPath> load_path;
   KvLayout layout;
   int64_t block_tokens = 0;
   int64_t capacity_bytes = 0;
@@ -55,14 +64,22 @@ struct TierSpec {
   int64_t capacity_blocks() const { return capacity_bytes / bytes_per_block(); }
 };
 
-// Parses a `tiers:` sequence. Each element is a map with keys name, capacity (bytes with a unit, or
+// Parses a `tiers:` sequence. Each element is a map with keys medium (hbm for tier 0; dram, nvme or remote
+// below it, each at most once), name (default: the medium's), capacity (bytes with a unit, or
 // capacity_tokens / capacity_blocks), kv (a preset name or a precision map), policy, prefix_aware, and for
 // tiers after the first placement, write, promote_on_hit, admit_after. `tier0_capacity_bytes`, when given,
 // is tier 0's capacity (a scenario sizes HBM from what the weights leave; REQUIRES: tier 0 then names no
-// capacity key, which the caller rejects in its own words). Throws ConfigError located at the offending key.
+// capacity key, which the caller rejects in its own words). `hardware`, when given, is the node (with the
+// GPUs that load) the tiers live on: every medium must exist on it, and each lower tier gets its load_path.
+// Throws ConfigError located at the offending key.
 // `policy` is a name or a map {name, move_to_main_threshold}; every tier takes `recency_order`.
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
-                                  std::optional<int64_t> tier0_capacity_bytes = std::nullopt);
+                                  std::optional<int64_t> tier0_capacity_bytes = std::nullopt,
+                                  const HardwareConfig* hardware = nullptr);
+
+// A tier file, by path or built-in name (configs/tiers): a map with the one key `tiers`, for parse_tiers.
+// `kvtier hitrate --tiers` and `kvtier-hw replay --tiers` read the same files.
+ConfigNode load_tier_file(const std::string& spec);
 
 // A one-tier hierarchy: `capacity_bytes` of `layout` under `policy`, the fast mode's single-cache case.
 TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes, PolicyKind policy);

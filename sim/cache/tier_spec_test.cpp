@@ -17,9 +17,14 @@ std::vector<TierSpec> parse(const std::string& yaml) {
   return parse_tiers(root.child("tiers"), llama70b(), 512);
 }
 
-std::string error_of(const std::string& yaml) {
+HardwareConfig h200() {
+  return parse_hardware(load_config("h200", "configs/hardware"));
+}
+
+std::string error_of(const std::string& yaml, const HardwareConfig* hardware = nullptr) {
   try {
-    parse(yaml);
+    ConfigNode root = ConfigNode::load_string(yaml, "tiers.yaml");
+    parse_tiers(root.child("tiers"), llama70b(), 512, std::nullopt, hardware);
   } catch (const ConfigError& e) {
     return e.what();
   }
@@ -32,8 +37,8 @@ std::string error_of(const std::string& yaml) {
 TEST(ParseTiers, CapacityInBlocksFollowsEachTiersLayout) {
   auto tiers = parse(R"(
 tiers:
-  - {name: hbm, capacity: 40GiB, kv: bf16}
-  - {name: dram, capacity: 512GiB, kv: turboquant4, policy: s3fifo, placement: exclusive, admit_after: 2}
+  - {medium: hbm, capacity: 40GiB, kv: bf16}
+  - {medium: dram, capacity: 512GiB, kv: turboquant4, policy: s3fifo, placement: exclusive, admit_after: 2}
 )");
   ASSERT_EQ(tiers.size(), 2u);
   EXPECT_EQ(tiers[0].bytes_per_block(), 167772160);
@@ -51,8 +56,8 @@ tiers:
 TEST(ParseTiers, CapacityInTokensOrBlocks) {
   auto tiers = parse(R"(
 tiers:
-  - {name: hbm, capacity_tokens: 100000, kv: fp8}
-  - {name: dram, capacity_blocks: 300, kv: {encoding: int4}, write: through}
+  - {medium: hbm, capacity_tokens: 100000, kv: fp8}
+  - {medium: dram, capacity_blocks: 300, kv: {encoding: int4}, write: through}
 )");
   EXPECT_EQ(tiers[0].capacity_blocks(), 195);  // 100,000 / 512
   EXPECT_EQ(tiers[1].capacity_blocks(), 300);
@@ -60,30 +65,108 @@ tiers:
 }
 
 TEST(ParseTiers, UnknownKeyIsLocatedWithSuggestion) {
-  std::string error = error_of("tiers:\n  - {name: hbm, capacity: 1GiB, kv: bf16, polcy: lru}\n");
+  std::string error = error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16, polcy: lru}\n");
   EXPECT_NE(error.find("tiers.yaml:2"), std::string::npos) << error;
   EXPECT_NE(error.find("policy"), std::string::npos) << error;
 }
 
 TEST(ParseTiers, RejectsContradictionsAndBadValues) {
-  EXPECT_NE(error_of("tiers:\n  - {name: hbm, capacity: 1GiB, kv: bf16, policy: lruu}\n")
+  EXPECT_NE(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16, policy: lruu}\n")
                 .find("did you mean 'lru'"),
             std::string::npos);
-  EXPECT_NE(error_of("tiers:\n  - {name: hbm, capacity: 1GiB, kv: bf16, placement: exclusive}\n")
+  EXPECT_NE(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16, placement: exclusive}\n")
                 .find("applies to lower tiers only"),
             std::string::npos);
-  EXPECT_NE(error_of("tiers:\n  - {name: a, capacity: 1GiB, kv: bf16}\n"
-                     "  - {name: b, capacity: 1GiB, kv: bf16, placement: exclusive, write: through}\n")
+  EXPECT_NE(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n"
+                     "  - {medium: dram, capacity: 1GiB, kv: bf16, placement: exclusive, write: through}\n")
                 .find("needs placement: inclusive"),
             std::string::npos);
-  EXPECT_NE(error_of("tiers:\n  - {name: a, kv: bf16}\n").find("exactly one of capacity"), std::string::npos);
-  EXPECT_NE(error_of("tiers:\n  - {name: a, capacity: 12, kv: bf16}\n").find("tiers.yaml:2"),
+  EXPECT_NE(error_of("tiers:\n  - {medium: hbm, kv: bf16}\n").find("exactly one of capacity"), std::string::npos);
+  EXPECT_NE(error_of("tiers:\n  - {medium: hbm, capacity: 12, kv: bf16}\n").find("tiers.yaml:2"),
             std::string::npos);
   EXPECT_NE(
-      error_of("tiers:\n  - {name: a, capacity: 1GiB, kv: bf16}\n  - {name: a, capacity: 1GiB, kv: bf16}\n")
+      error_of("tiers:\n  - {medium: hbm, name: a, capacity: 1GiB, kv: bf16}\n  - {medium: dram, name: a, capacity: 1GiB, kv: bf16}\n")
           .find("unique"),
       std::string::npos);
   EXPECT_NE(error_of("tiers: []\n").find("at least one tier"), std::string::npos);
+}
+
+TEST(ParseTiers, EachTierSaysItsMediumAndIsNamedAfterItUnlessLabelled) {
+  auto tiers = parse(R"(
+tiers:
+  - {medium: hbm, capacity: 40GiB, kv: bf16}
+  - {medium: dram, name: host-pool, capacity: 512GiB, kv: bf16}
+  - {medium: nvme, capacity: 1TiB, kv: bf16}
+)");
+  ASSERT_EQ(tiers.size(), 3u);
+  EXPECT_EQ(tiers[0].medium, Medium::kHbm);
+  EXPECT_EQ(tiers[0].name, "hbm");
+  EXPECT_EQ(tiers[1].medium, Medium::kDram);
+  EXPECT_EQ(tiers[1].name, "host-pool");
+  EXPECT_EQ(tiers[2].medium, Medium::kNvme);
+  EXPECT_EQ(tiers[2].name, "nvme");
+}
+
+TEST(ParseTiers, ATierWithoutMediumIsAnErrorAtItsLine) {
+  EXPECT_EQ(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n  - {name: dram, capacity: 1GiB, kv: bf16}\n"),
+            "tiers.yaml:3:5: tiers[1]: missing required key 'medium': where the tier's KV lives (hbm, dram, nvme or "
+            "remote)");
+}
+
+TEST(ParseTiers, TierZeroIsHbmAndOnlyTierZero) {
+  EXPECT_EQ(error_of("tiers:\n  - {medium: dram, capacity: 1GiB, kv: bf16}\n"),
+            "tiers.yaml:2:14: tiers[0].medium: tier 0 holds running requests, so its medium is hbm");
+  EXPECT_EQ(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n"),
+            "tiers.yaml:3:14: tiers[1].medium: a lower tier is dram, nvme or remote; hbm is tier 0's");
+  EXPECT_EQ(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n  - {medium: ssd, capacity: 1GiB, kv: bf16}\n"),
+            "tiers.yaml:3:14: tiers[1].medium: expected hbm, dram, nvme or remote, got 'ssd'");
+}
+
+TEST(ParseTiers, TwoTiersOnOneMediumAreRefusedAtTheSecond) {
+  EXPECT_EQ(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n"
+                     "  - {medium: dram, capacity: 1GiB, kv: bf16}\n"
+                     "  - {medium: dram, name: dram2, capacity: 1GiB, kv: int4}\n"),
+            "tiers.yaml:4:14: tiers[2].medium: tiers[1] is already the dram tier; the hardware has one dram, so "
+            "one tier per medium");
+}
+
+TEST(ParseTiers, AMediumTheHardwareLacksIsRefusedAtItsKey) {
+  HardwareConfig hardware = h200();  // one NVMe drive, no network
+  const std::string remote = "tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n"
+                             "  - {medium: remote, capacity: 1GiB, kv: bf16}\n";
+  EXPECT_EQ(error_of(remote), "no error");  // without hardware (the hit-rate mode) any medium is a place
+  EXPECT_EQ(error_of(remote, &hardware),
+            "tiers.yaml:3:14: tiers[1].medium: the hardware file 'H200 (kvtier calibration machine)' has no "
+            "network (network.bandwidth), so there is no remote tier");
+  hardware.nvme.drives = 0;
+  EXPECT_EQ(error_of("tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n"
+                     "  - {medium: nvme, capacity: 1GiB, kv: bf16}\n",
+                     &hardware),
+            "tiers.yaml:3:14: tiers[1].medium: the hardware file 'H200 (kvtier calibration machine)' has no NVMe "
+            "drives (nvme.drives), so there is no nvme tier");
+}
+
+// The load path of a tier is the hardware's path from its medium: the H200's DRAM over one PCIe link
+// (55.2 GB/s, below the 101 GB/s of DRAM) and its one 1.1 GB/s drive.
+TEST(ParseTiers, EachLowerTierCarriesItsLoadPathOnTheHardware) {
+  const HardwareConfig hardware = h200();
+  ConfigNode root = ConfigNode::load_string(
+      "tiers:\n  - {medium: hbm, capacity: 1GiB, kv: bf16}\n  - {medium: dram, capacity: 1GiB, kv: bf16}\n"
+      "  - {medium: nvme, capacity: 1GiB, kv: bf16}\n",
+      "tiers.yaml");
+  auto tiers = parse_tiers(root.child("tiers"), llama70b(), 512, std::nullopt, &hardware);
+  EXPECT_FALSE(tiers[0].load_path.has_value());
+  ASSERT_TRUE(tiers[1].load_path.has_value());
+  EXPECT_EQ(tiers[1].load_path->source, Medium::kDram);
+  EXPECT_DOUBLE_EQ(tiers[1].load_path->bandwidth, 55.2e9);
+  ASSERT_TRUE(tiers[2].load_path.has_value());
+  EXPECT_EQ(tiers[2].load_path->source, Medium::kNvme);
+  EXPECT_DOUBLE_EQ(tiers[2].load_path->bandwidth, 1.1e9);
+  EXPECT_FALSE(parse(R"(
+tiers:
+  - {medium: hbm, capacity: 1GiB, kv: bf16}
+  - {medium: dram, capacity: 1GiB, kv: bf16}
+)")[1].load_path.has_value());
 }
 
 }  // namespace

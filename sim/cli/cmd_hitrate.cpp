@@ -232,8 +232,7 @@ void print_replay(const nlohmann::json& run, int64_t total_tokens) {
 }
 
 void run_tiers(const HitrateOptions& o, const LoadedTrace& trace, const ModelCard& model) {
-  ConfigNode root = load_config(o.tiers, "configs/tiers");
-  root.allow_keys({"tiers"});
+  ConfigNode root = load_tier_file(o.tiers);
   std::vector<TierSpec> tiers = parse_tiers(root.child("tiers"), model, trace.block_tokens);
   std::vector<std::vector<TierSpec>> runs;
   if (o.policies.empty()) runs.push_back(tiers);

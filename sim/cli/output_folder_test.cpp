@@ -73,8 +73,8 @@ class OutputFolder : public ::testing::Test {
     write_text(scenario_,
                "name: small\nmodel: llama-3.1-8b\nhardware: h200\n"
                "instance: {activation_reserve: 8GiB}\n"
-               "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-               "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+               "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+               "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
                "workload: {loop: closed, source: agent, agent: agent-default, sessions: 4, duration: 2min}\n");
   }
   void TearDown() override { fs::remove_all(root_); }

@@ -84,8 +84,8 @@ TEST(TraceInput, SimulateReadsStdinOnceForEveryVariant) {
   std::string scenario = write_temp(
       "two-variants.yaml",
       "name: piped\nmodel: llama-3.1-8b\nhardware: h200\ninstance: {activation_reserve: 8GiB}\n"
-      "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-      "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+      "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+      "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
       "workload: {loop: closed, source: agent, agent: agent-default, sessions: 1, duration: 1min}\n"
       "variants:\n  - {name: a}\n  - {name: b, set: {instance.max_batch_tokens: 4096}}\n");
   std::string path = write_temp("simulate.jsonl", mooncake_trace());

@@ -17,18 +17,30 @@ double overlapped_breakeven_load(double miss, double suffix, int layers) {
 
 }  // namespace
 
-std::vector<LoadPath> load_paths(const HardwareConfig& hw) {
-  double gpus = hw.gpu.count;
-  double pcie = gpus * hw.pcie_h2d.bandwidth;
-  std::vector<LoadPath> paths;
-  paths.push_back({LoadSource::kDram, "DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency});
-  if (hw.nvme.drives > 0) {
-    double disks = hw.nvme.drives * hw.nvme.read_bandwidth;
-    std::string name = hw.nvme.gpudirect ? "NVMe (GPUDirect)" : "NVMe via DRAM";
-    paths.push_back({LoadSource::kNvme, name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency});
+std::optional<LoadPath> load_path(const HardwareConfig& hw, Medium source) {
+  double pcie = hw.gpu.count * hw.pcie_h2d.bandwidth;
+  switch (source) {
+    case Medium::kHbm:
+      return std::nullopt;
+    case Medium::kDram:
+      return LoadPath{source, "DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency};
+    case Medium::kNvme: {
+      if (hw.nvme.drives == 0) return std::nullopt;
+      double disks = hw.nvme.drives * hw.nvme.read_bandwidth;
+      std::string name = hw.nvme.gpudirect ? "NVMe (GPUDirect)" : "NVMe via DRAM";
+      return LoadPath{source, name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency};
+    }
+    case Medium::kRemote:
+      if (hw.network.bandwidth <= 0) return std::nullopt;
+      return LoadPath{source, "remote pool", std::min(hw.network.bandwidth, pcie), hw.network.latency};
   }
-  if (hw.network.bandwidth > 0) {
-    paths.push_back({LoadSource::kRemote, "remote pool", std::min(hw.network.bandwidth, pcie), hw.network.latency});
+  return std::nullopt;
+}
+
+std::vector<LoadPath> load_paths(const HardwareConfig& hw) {
+  std::vector<LoadPath> paths;
+  for (Medium source : {Medium::kDram, Medium::kNvme, Medium::kRemote}) {
+    if (std::optional<LoadPath> path = load_path(hw, source)) paths.push_back(*path);
   }
   return paths;
 }

@@ -8,27 +8,30 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cost_model.h"
 #include "hardware.h"
 #include "kv_layout.h"
+#include "medium.h"
 
 namespace kvtier {
 
-// Where a cached prefix is loaded from.
-enum class LoadSource { kDram, kNvme, kRemote };
-
 // A path a cached prefix can be loaded over, with its effective bandwidth into the GPUs.
 struct LoadPath {
-  LoadSource source;
+  Medium source = Medium::kDram;  // where the prefix is read from: DRAM, NVMe or a remote pool
   std::string name;  // "DRAM over PCIe", "NVMe via DRAM", ...
   double bandwidth = 0;
   double latency = 0;
 };
 
-// The load paths a node offers, aggregated over its GPUs (each GPU loads its shard of every layer).
+// The path from `source` into the GPUs of `hardware`, aggregated over them (each GPU loads its shard of
+// every layer); nullopt where the hardware has no such medium (no NVMe drives, no network) and for HBM,
+// which loads from nowhere.
+std::optional<LoadPath> load_path(const HardwareConfig& hardware, Medium source);
+// The load paths a node offers: DRAM, then NVMe and the remote pool where it has them.
 std::vector<LoadPath> load_paths(const HardwareConfig& hardware);
 
 struct PathVerdict {

@@ -52,6 +52,7 @@ struct LayerGroup {
   Encoding encoding;
   int64_t bytes_per_token_per_layer = 0;
   int64_t bytes_per_token() const { return bytes_per_token_per_layer * layer_count; }
+  bool operator==(const LayerGroup&) const = default;
 };
 
 struct KvLayout {
@@ -62,6 +63,9 @@ struct KvLayout {
   int64_t bytes_per_block(int64_t block_tokens) const { return bytes_per_token() * block_tokens; }
   // bf16 bytes per token of the same model divided by this layout's.
   double compression_vs_bf16(const ModelCard& model) const;
+  // Layouts are equal when they store every layer alike: the same groups with the same encodings. The
+  // name is a label ("int4", "dram.kv") and takes no part.
+  bool operator==(const KvLayout& other) const { return groups == other.groups; }
 };
 
 KvLayout build_layout(const ModelCard& model, const PrecisionMap& map, std::string name);

@@ -19,11 +19,9 @@
 #include <vector>
 
 #include "hardware.h"
+#include "medium.h"
 
 namespace kvtier {
-
-// Where KV lives, as the platform sees it.
-enum class Medium { kHbm, kDram, kNvme, kRemote };
 
 // Selects CM02 without cross-traffic. REQUIRES: called before the platform is built.
 void configure_flow_model(simgrid::s4u::Engine& engine);

@@ -22,8 +22,8 @@ std::string temp_file(const std::string& name, const std::string& text) {
 Scenario scenario_with(const std::string& workload, const std::string& extra = "") {
   std::string yaml =
       "name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\ninstance: {gpus: 1, activation_reserve: 40GB}\n"
-      "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-      "    - {name: dram, kv: bf16, capacity: 64GiB}\n"
+      "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+      "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
       "workload: " +
       workload + "\n" + extra;
   return parse_scenario(ConfigNode::load_string(yaml, "test.yaml"));

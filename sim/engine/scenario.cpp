@@ -9,53 +9,36 @@
 namespace kvtier {
 namespace {
 
-Medium medium_of(const ConfigNode& tier, size_t index) {
-  std::string name = tier.string("name");
-  const std::pair<const char*, Medium> media[] = {
-      {"hbm", Medium::kHbm}, {"dram", Medium::kDram}, {"nvme", Medium::kNvme}, {"remote", Medium::kRemote}};
-  for (auto [prefix, medium] : media) {
-    if (!name.starts_with(prefix)) continue;
-    if ((index == 0) != (medium == Medium::kHbm)) break;
-    return medium;
-  }
-  tier.child("name").fail(index == 0 ? "tier 0 holds running requests, so it must be HBM: name it 'hbm'"
-                                     : "a lower tier's name starts with its medium: dram, nvme or remote");
-}
-
 constexpr int64_t kMaxBlockTokens = int64_t{1} << 20;
 
-// Copies every scalar under `overlay` onto `target` at the same key path; errors in one name its place in
-// the overlay's file.
-void overlay_keys(ConfigNode& target, const ConfigNode& overlay, const std::string& prefix) {
-  for (const std::string& key : overlay.keys()) {
-    ConfigNode value = overlay.child(key);
-    std::string path = prefix.empty() ? key : prefix + "." + key;
-    if (value.is_map()) {
-      overlay_keys(target, value, path);
-    } else {
-      target.set(path, value.as_string(), value.where());
-    }
-  }
+// The scenario's calibration file, if it names one.
+std::optional<Calibration> load_scenario_calibration(const ConfigNode& root, Scenario& s) {
+  if (!root.has("calibration")) return std::nullopt;
+  s.calibration = root.string("calibration");
+  return load_calibration(s.calibration);
 }
 
-double kernel_rate(const ConfigNode& kernels, const char* key) {
-  double rate = kernels.number(key, 0);
-  if (rate < 0) kernels.child(key).fail("expected a non-negative rate in bytes per second (0: not measured)");
-  return rate;
+// The hardware file with what the calibration measured laid over it.
+HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Calibration>& calibration) {
+  HardwareConfig hardware = parse_hardware(load_config(root.string("hardware"), "configs/hardware"));
+  if (calibration) overlay_calibration(*calibration, hardware);
+  return hardware;
 }
 
-HardwareConfig load_hardware_with(const ConfigNode& root, Scenario& s) {
-  ConfigNode hardware = load_config(root.string("hardware"), "configs/hardware");
-  if (root.has("calibration")) {
-    s.calibration = root.string("calibration");
-    ConfigNode calibration = ConfigNode::load_file(s.calibration);
-    overlay_keys(hardware, calibration.child("hardware"), "");
-    if (auto kernels = calibration.optional_child("kernels")) {
-      s.dequantize_bytes_per_s = kernel_rate(*kernels, "dequantize_turboquant4_bytes_per_s");
-      s.quantize_bytes_per_s = kernel_rate(*kernels, "quantize_turboquant4_bytes_per_s");
-    }
-  }
-  return parse_hardware(hardware);
+// Each tier's conversions to and from HBM's layout: the calibration's kernels, on every GPU of the
+// instance, where it measured each encoding involved; otherwise 70 % of the instance's HBM bandwidth over
+// the bytes read plus written.
+std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration) {
+  const double estimate = s.gpus * s.hardware.gpu.hbm_bandwidth * 0.7;
+  auto rate = [&](const KvLayout& from, const KvLayout& to) {
+    std::optional<double> measured;
+    if (calibration) measured = layout_conversion_bytes_per_s(*calibration, s.model, from, to);
+    return measured ? *measured * s.gpus : estimate;
+  };
+  std::vector<ConversionRates> rates;
+  for (const TierSpec& tier : s.tiers)
+    rates.push_back({rate(tier.layout, s.tiers[0].layout), rate(s.tiers[0].layout, tier.layout)});
+  return rates;
 }
 
 int64_t positive_integer(const ConfigNode& node, const char* key, int64_t fallback, const char* what) {
@@ -116,10 +99,12 @@ void parse_cache(const ConfigNode& root, Scenario& s) {
           "instance.hbm_utilisation or instance.activation_reserve instead");
     }
   }
-  for (size_t i = 0; i < tiers.size(); ++i) s.tier_media.push_back(medium_of(tiers[i], i));
   // Whole bytes, rounded half to even as the scenario has always sized tier 0.
   auto tier0_bytes = static_cast<int64_t>(std::nearbyint(s.kv_space_bytes));
-  s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes);
+  // Hits load into the instance's GPUs, not the whole node's.
+  HardwareConfig instance_hardware = s.hardware;
+  instance_hardware.gpu.count = s.gpus;
+  s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes, &instance_hardware);
 }
 
 void parse_slo(const ConfigNode& root, Scenario& s) {
@@ -141,13 +126,11 @@ Scenario parse_scenario(const ConfigNode& root) {
   s.name = root.string("name");
   s.description = root.string("description", "");
   s.model = parse_model_card(load_config(root.string("model"), "models"));
-  s.hardware = load_hardware_with(root, s);
+  const std::optional<Calibration> calibration = load_scenario_calibration(root, s);
+  s.hardware = load_hardware_with(root, calibration);
   parse_instance(root.optional_child("instance"), root, s);
-  // Without a calibration, conversions run at 70 % of HBM bandwidth over bytes read plus written.
-  double hbm = s.gpus * s.hardware.gpu.hbm_bandwidth * 0.7;
-  if (s.dequantize_bytes_per_s <= 0) s.dequantize_bytes_per_s = hbm;
-  if (s.quantize_bytes_per_s <= 0) s.quantize_bytes_per_s = hbm;
   parse_cache(root, s);
+  s.tier_conversions = tier_conversion_rates(s, calibration);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);
   s.sample_interval_s = root.quantity("sample_interval", UnitKind::kDuration, 1.0);

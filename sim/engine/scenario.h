@@ -1,6 +1,7 @@
 // A scenario: everything one serving simulation needs, read from a YAML file (configs/scenarios/).
 //
-// It names the model card, the hardware file (optionally overlaid with a `kvtier-hw calibrate` JSON),
+// It names the model card, the hardware file (optionally overlaid with a `kvtier-hw calibrate` JSON, whose
+// kernel rates per KV encoding also price each tier's conversions to and from HBM's layout),
 // the instance (GPUs, batching limits, HBM reserved for activations), the cache tiers (tier 0 is HBM,
 // sized from what the weights and activations leave), the workload, the SLOs and the seed. `variants`
 // lists named sets of overrides (the same `key.path=value` form as --set) to run side by side; a file
@@ -17,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "calibration.h"
 #include "config.h"
 #include "hardware.h"
 #include "metrics.h"
@@ -40,11 +42,9 @@ struct Scenario {
   bool layerwise_overlap = false;
   bool recompute_when_faster = false;  // instance.load_policy: breakeven
   double kv_space_bytes = 0;  // derived: HBM for KV across the instance's GPUs
-  double dequantize_bytes_per_s = 0;
-  double quantize_bytes_per_s = 0;
+  std::vector<ConversionRates> tier_conversions;  // per tier, to and from HBM's layout; tier 0's unused
   int64_t block_tokens = 256;
-  std::vector<TierSpec> tiers;
-  std::vector<Medium> tier_media;
+  std::vector<TierSpec> tiers;  // with their media and, on this instance, their load paths
   Slo slo;
   uint64_t seed = 1;
   double sample_interval_s = 1;

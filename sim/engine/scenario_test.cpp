@@ -5,8 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 
+#include "calibration.h"
 #include "workload.h"
 
 namespace kvtier {
@@ -29,7 +32,7 @@ const std::string kScenario =
     "instance: {gpus: 1, activation_reserve: 8GiB}\n"                              // 4
     "cache:\n"                                                                     // 5
     "  block_tokens: 512\n"                                                        // 6
-    "  tiers: [{name: hbm, kv: bf16}, {name: dram, kv: bf16, capacity: 96GiB}]\n"  // 7
+    "  tiers: [{medium: hbm, kv: bf16}, {medium: dram, kv: bf16, capacity: 96GiB}]\n"  // 7
     "workload:\n"                                                                  // 8
     "  sessions: 4\n"                                                              // 9
     "  duration: 1min\n"                                                           // 10
@@ -83,7 +86,7 @@ TEST(Scenario, AnErrorInAKeyNamesItsLineAndColumn) {
   EXPECT_EQ(plan_error(text), "s.yaml:4:18: instance.gpus: expected 1 to 1 GPUs (the node's count)");
   text = kScenario;
   text.replace(text.find("capacity: 96GiB"), 15, "capacity: 96XB");
-  EXPECT_EQ(plan_error(text).rfind("s.yaml:7:67: cache.tiers[1].capacity: unknown unit 'XB'", 0), 0u)
+  EXPECT_EQ(plan_error(text).rfind("s.yaml:7:71: cache.tiers[1].capacity: unknown unit 'XB'", 0), 0u)
       << plan_error(text);
 }
 
@@ -188,6 +191,69 @@ TEST(Scenario, AMissingInstanceDefaultsToTheWholeNode) {
   text.erase(text.find("instance:"), text.find("cache:") - text.find("instance:"));
   Scenario s = plan(text)[0].scenario;
   EXPECT_EQ(s.gpus, s.hardware.gpu.count);
+}
+
+std::string with_tiers(const std::string& tiers) {
+  std::string text = kScenario;
+  size_t line = text.find("  tiers:");
+  return text.replace(line, text.find('\n', line) - line, "  tiers: " + tiers);
+}
+
+TEST(Scenario, TwoTiersOnOneMediumAreRefusedBeforeTheRun) {
+  EXPECT_EQ(plan_error(with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: bf16, capacity: 96GiB}, "
+                                  "{medium: dram, name: dram2, kv: int4, capacity: 96GiB}]")),
+            "s.yaml:7:88: cache.tiers[2].medium: tiers[1] is already the dram tier; the hardware has one dram, so "
+            "one tier per medium");
+}
+
+TEST(Scenario, ARemoteTierOnAHostWithoutNetworkIsRefusedAtItsKey) {
+  EXPECT_EQ(plan_error(with_tiers("[{medium: hbm, kv: bf16}, {medium: remote, kv: bf16, capacity: 96GiB}]")),
+            "s.yaml:7:45: cache.tiers[1].medium: the hardware file 'H200 (kvtier calibration machine)' has no "
+            "network (network.bandwidth), so there is no remote tier");
+}
+
+// Load paths are the instance's: the H200's DRAM over one PCIe link at 55.2 GB/s, its disk at 1.1 GB/s.
+TEST(Scenario, EachLowerTierCarriesTheInstancesLoadPath) {
+  Scenario s = plan(with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: bf16, capacity: 96GiB}, "
+                               "{medium: nvme, name: disk, kv: bf16, capacity: 1TiB}]"))[0]
+                   .scenario;
+  ASSERT_EQ(s.tiers.size(), 3u);
+  EXPECT_EQ(s.tiers[2].name, "disk");
+  EXPECT_EQ(s.tiers[2].medium, Medium::kNvme);
+  ASSERT_TRUE(s.tiers[1].load_path && s.tiers[2].load_path);
+  EXPECT_DOUBLE_EQ(s.tiers[1].load_path->bandwidth, 55.2e9);
+  EXPECT_DOUBLE_EQ(s.tiers[2].load_path->bandwidth, 1.1e9);
+}
+
+// A calibration that measured TurboQuant's kernels only: 2e12 bf16 B/s dequantizing, 3e12 quantizing.
+std::string turboquant_only_calibration() {
+  Calibration c;
+  c.tool = "kvtier-hw calibrate";
+  c.command = "kvtier-hw calibrate --out x.json";
+  c.device = "test";
+  c.reference_hardware = "H200 (kvtier calibration machine)";
+  const Encoding turboquant{.kind = EncodingKind::kTurboQuant4};
+  c.kernels.conversions = {{turboquant, Conversion::kDequantize, 2e12}, {turboquant, Conversion::kQuantize, 3e12}};
+  std::string path = (std::filesystem::temp_directory_path() / "kvtier-scenario-test-calibration.json").string();
+  std::ofstream(path) << nlohmann::json(c).dump(2);
+  return path;
+}
+
+// Llama-3.1-8B: 4,096 bf16 B per token and layer; TurboQuant slots 8 heads × 136 B = 1,088 B. turboquant4
+// keeps 4 of 32 layers bf16: 4 × 4,096 + 28 × 1,088 = 46,848 B per token, against 131,072 B in bf16.
+// Converting a token's 28 TurboQuant layers takes 28 × 4,096 B / rate; the scheduler charges bytes read
+// plus written, 46,848 + 131,072 = 177,920 B, so the rate is 177,920 / 114,688 × the kernel's. int4 was not
+// measured: 70 % of the H200's 4.8 TB/s.
+TEST(Scenario, EachTierConvertsAtItsEncodingsMeasuredRateElseTheEstimate) {
+  std::string text = with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: turboquant4, capacity: 96GiB}, "
+                                "{medium: nvme, kv: int4, capacity: 1TiB}]") +
+                     "calibration: " + turboquant_only_calibration() + "\n";
+  Scenario s = plan(text)[0].scenario;
+  ASSERT_EQ(s.tier_conversions.size(), 3u);
+  EXPECT_DOUBLE_EQ(s.tier_conversions[1].load_bytes_per_s, 177920.0 / 114688.0 * 2e12);
+  EXPECT_DOUBLE_EQ(s.tier_conversions[1].store_bytes_per_s, 177920.0 / 114688.0 * 3e12);
+  EXPECT_DOUBLE_EQ(s.tier_conversions[2].load_bytes_per_s, 0.7 * 4.8e12);
+  EXPECT_DOUBLE_EQ(s.tier_conversions[2].store_bytes_per_s, 0.7 * 4.8e12);
 }
 
 }  // namespace

@@ -14,31 +14,18 @@ namespace sg4 = simgrid::s4u;
 namespace kvtier {
 namespace {
 
-// The path each tier's hits are loaded over, for the breakeven load policy.
-std::vector<LoadPath> tier_load_paths(const Scenario& s, const HardwareConfig& instance_hw) {
-  std::vector<LoadPath> paths = load_paths(instance_hw);
-  std::vector<LoadPath> by_tier;
-  for (Medium medium : s.tier_media) {
-    LoadSource source = medium == Medium::kNvme     ? LoadSource::kNvme
-                        : medium == Medium::kRemote ? LoadSource::kRemote
-                                                    : LoadSource::kDram;
-    auto it = std::find_if(paths.begin(), paths.end(), [&](const LoadPath& p) { return p.source == source; });
-    by_tier.push_back(it != paths.end() ? *it : LoadPath{source, "none", 0, 0});
-  }
-  return by_tier;
-}
-
-InstanceConfig instance_config(const Scenario& s, const HardwareConfig& instance_hw) {
+InstanceConfig instance_config(const Scenario& s) {
   InstanceConfig c;
   c.max_batch_tokens = s.max_batch_tokens;
   c.max_running = s.max_running;
   c.kv_space_bytes = s.kv_space_bytes;
   c.layerwise_overlap = s.layerwise_overlap;
-  c.dequantize_bytes_per_s = s.dequantize_bytes_per_s;
-  c.quantize_bytes_per_s = s.quantize_bytes_per_s;
-  c.tier_media = s.tier_media;
+  c.tier_conversions = s.tier_conversions;
   c.recompute_when_faster = s.recompute_when_faster;
-  c.tier_load_paths = tier_load_paths(s, instance_hw);
+  for (const TierSpec& tier : s.tiers) {
+    c.tier_media.push_back(tier.medium);
+    c.tier_load_paths.push_back(tier.load_path.value_or(LoadPath{}));
+  }
   return c;
 }
 
@@ -133,7 +120,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
 
   std::vector<RequestRecord> records;
   std::vector<TimeSample> samples;
-  ServingInstance instance(instance_config(s, instance_hw), cost, platform, cache, *workload.driver, records);
+  ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records);
   sg4::Host* host = engine.host_by_name("dram");
   sg4::Actor::create("serving", host, [&] { instance.run(); });
   sg4::Actor::create("sampler", host, [&] { sample(s, instance, cache, platform, samples); });

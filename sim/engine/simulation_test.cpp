@@ -56,8 +56,8 @@ std::string one_gpu_scenario(const std::string& workload, const std::string& res
          "instance: {gpus: 1, hbm_utilisation: 1.0, activation_reserve: " +
          reserve +
          "}\n"
-         "cache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-         "    - {name: dram, kv: bf16, capacity: 1TiB}\n" +
+         "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+         "    - {medium: dram, kv: bf16, capacity: 1TiB}\n" +
          extra_tiers + "workload: " + workload + "\n";
 }
 
@@ -105,8 +105,8 @@ TEST(Simulation, BreakevenPolicyRecomputesWhatTheDiskWouldLoadSlower) {
   auto ttft_of_c = [&](const std::string& policy) {
     std::string yaml = "name: t\nmodel: llama-3.1-8b\nhardware: h200\n"
                        "instance: {hbm_utilisation: 1.0, activation_reserve: 132.03GB, load_policy: " + policy +
-                       "}\ncache:\n  block_tokens: 512\n  tiers:\n    - {name: hbm, kv: bf16}\n"
-                       "    - {name: nvme, kv: bf16, capacity: 40GiB}\n"
+                       "}\ncache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+                       "    - {medium: nvme, kv: bf16, capacity: 40GiB}\n"
                        "workload: {loop: open, source: trace, trace: " + trace + "}\n";
     Scenario s = scenario_from(yaml);
     EXPECT_EQ(s.tiers[0].capacity_blocks(), 30);
@@ -182,11 +182,11 @@ TEST(Simulation, BadScenariosFailBeforeRunning) {
   EXPECT_THROW(scenario_from(one_gpu_scenario("{loop: closed}") + "instnace: {}\n"), ConfigError);
   std::string hbm_capacity =
       "name: t\nmodel: llama-3.1-8b\nhardware: h200\ncache:\n  tiers:\n"
-      "    - {name: hbm, kv: bf16, capacity: 10GiB}\nworkload: {}\n";
+      "    - {medium: hbm, kv: bf16, capacity: 10GiB}\nworkload: {}\n";
   EXPECT_THROW(scenario_from(hbm_capacity), ConfigError);
   std::string no_room =
       "name: t\nmodel: deepseek-v3\nhardware: h200\ncache:\n  tiers:\n"
-      "    - {name: hbm, kv: bf16}\nworkload: {}\n";
+      "    - {medium: hbm, kv: bf16}\nworkload: {}\n";
   try {
     scenario_from(no_room);
     FAIL() << "671 B parameters do not fit one H200";

@@ -178,10 +178,11 @@ void Scheduler::start_transfers(Sequence* waiter) {
   for (const CacheEvent& e : events_->events) {
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
     if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
-    bool converts = cache_.tier(e.from_tier).layout.name != cache_.tier(e.to_tier).layout.name &&
+    bool converts = cache_.tier(e.from_tier).layout != cache_.tier(e.to_tier).layout &&
                     (e.from_tier == 0 || e.to_tier == 0);
     if (converts) {
-      double rate = e.to_tier == 0 ? config_.dequantize_bytes_per_s : config_.quantize_bytes_per_s;
+      const ConversionRates& rates = config_.tier_conversions[e.from_tier == 0 ? e.to_tier : e.from_tier];
+      double rate = e.to_tier == 0 ? rates.load_bytes_per_s : rates.store_bytes_per_s;
       conversion_s_ += static_cast<double>(e.from_bytes + e.to_bytes) / rate;
     }
     double bytes = static_cast<double>(e.from_tier == 0 ? e.to_bytes : e.from_bytes);

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "breakeven.h"
+#include "calibration.h"
 #include "cost_model.h"
 #include "replay.h"
 #include "request_record.h"
@@ -49,8 +50,9 @@ struct SchedulerConfig {
   int64_t max_running = 256;        // sequences in the batch at once
   double kv_space_bytes = 0;        // HBM left for KV after weights and activations, all GPUs together
   bool layerwise_overlap = false;
-  double dequantize_bytes_per_s = 0;  // GPU rate converting a lower tier's layout to HBM's (read + write)
-  double quantize_bytes_per_s = 0;
+  // Per tier: the GPUs' rate converting its layout to HBM's (load) and back (store), over bytes read plus
+  // written; tier 0's is unused.
+  std::vector<ConversionRates> tier_conversions;
   // Load policy: with recompute_when_faster, a request recomputes the hits of a lower tier whenever
   // recomputing them would take less time than loading them (the break-even, per request, without
   // contention); otherwise every hit is loaded, as vLLM with LMCache does.

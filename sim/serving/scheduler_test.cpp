@@ -211,7 +211,7 @@ Harness dram_hit_harness(double load_latency_s, double load_bandwidth, bool laye
   SchedulerConfig config;
   config.layerwise_overlap = layerwise;
   config.recompute_when_faster = true;
-  config.tier_load_paths = {LoadPath{}, LoadPath{LoadSource::kDram, "dram", load_bandwidth, load_latency_s}};
+  config.tier_load_paths = {LoadPath{}, LoadPath{Medium::kDram, "dram", load_bandwidth, load_latency_s}};
   Harness h({tier("hbm", 8), tier("dram", 100)}, config);
   Admission a;
   h.cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, a);
@@ -286,7 +286,7 @@ TEST(Scheduler, EvictionsBecomeStoresAndConversionsLengthenTheNextStep) {
   // 4 × 16 B over the link and converts 4 × (16 + 32) B: 192 ms; evicting 5 unpinned HBM blocks (11-15)
   // to make room writes 5 × 16 B to DRAM and converts 5 × (32 + 16) B: 240 ms.
   SchedulerConfig config;
-  config.dequantize_bytes_per_s = config.quantize_bytes_per_s = 1000;
+  config.tier_conversions = {{}, {.load_bytes_per_s = 1000, .store_bytes_per_s = 1000}};
   Harness h({tier("hbm", 8), tier("dram", 100, 4)}, config);
   Admission a;
   h.cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, a);
@@ -310,6 +310,38 @@ TEST(Scheduler, EvictionsBecomeStoresAndConversionsLengthenTheNextStep) {
   EXPECT_DOUBLE_EQ(step.compute_s, 4 / kTokensPerS);
   EXPECT_DOUBLE_EQ(step.conversion_s, 0.192 + 0.240);
   EXPECT_DOUBLE_EQ(step.seconds, step.compute_s + step.conversion_s);
+}
+
+// The conversion time of the step after a request loads 4 hit blocks from a DRAM tier of `dram_layout`
+// (HBM holds flat8: one group of 8 B per token), at 1,000 B/s.
+double conversion_after_loading_from(const KvLayout& dram_layout) {
+  SchedulerConfig config;
+  config.tier_conversions = {{}, {.load_bytes_per_s = 1000, .store_bytes_per_s = 1000}};
+  TierSpec dram = tier("dram", 100);
+  dram.layout = dram_layout;
+  Harness h({tier("hbm", 8), dram}, config);
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14, 15, 16, 17, 18}, a);
+  h.cache.release(a);
+  h.driver.add(request(7, 1, 5));
+  h.start();
+  h.scheduler->decide();
+  h.backend.loads.at(0).done = true;
+  return h.scheduler->decide().step.conversion_s;
+}
+
+TEST(Scheduler, LayoutsConvertWhenTheirGroupsDifferWhateverTheirNames) {
+  const KvLayout hbm = tier("hbm", 1).layout;
+  KvLayout renamed = hbm;
+  renamed.name = "dram.kv";
+  EXPECT_EQ(conversion_after_loading_from(renamed), 0);
+  // Same name, 4 B per token: loading 4 blocks converts 4 × (16 + 32) B, evicting 5 HBM blocks to make
+  // room converts 5 × (32 + 16) B, as in the test above.
+  KvLayout regrouped = tier("dram", 1, 4).layout;
+  regrouped.name = hbm.name;
+  EXPECT_DOUBLE_EQ(conversion_after_loading_from(regrouped), 0.192 + 0.240);
 }
 
 TEST(Scheduler, DecodeKvGrowthPreemptsTheNewestRequest) {
