@@ -7,8 +7,21 @@
 namespace kvtier::hw {
 namespace {
 
-int64_t capacity_of(const std::vector<TierSpec>& tiers, int tier) {
-  return tier < static_cast<int>(tiers.size()) ? tiers[tier].capacity_blocks() : 0;
+// The media a store backs, in the order its tiers take them: HBM, then DRAM and NVMe where present.
+constexpr std::array<Medium, 3> kStoreMedia = {Medium::kHbm, Medium::kDram, Medium::kNvme};
+
+std::array<int, kMedia.size()> tiers_by_medium(const std::vector<TierSpec>& tiers) {
+  std::array<int, kMedia.size()> tier_of;
+  tier_of.fill(-1);
+  for (size_t t = 0; t < tiers.size(); ++t) tier_of[static_cast<size_t>(tiers[t].medium)] = static_cast<int>(t);
+  return tier_of;
+}
+
+int64_t dram_pages(const std::vector<TierSpec>& tiers, const TieredStoreOptions& options) {
+  for (const TierSpec& tier : tiers) {
+    if (tier.medium == Medium::kDram) return tier.capacity_blocks() + options.spare_dram_pages;
+  }
+  return 0;
 }
 
 [[noreturn]] void bad_request(const std::string& what) {
@@ -16,6 +29,26 @@ int64_t capacity_of(const std::vector<TierSpec>& tiers, int tier) {
 }
 
 }  // namespace
+
+std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard& model, int64_t block_tokens) {
+  const ConfigNode root = load_tier_file(spec);
+  std::vector<TierSpec> tiers = parse_tiers(root.child("tiers"), model, block_tokens);
+  const std::vector<ConfigNode> elements = root.child("tiers").elements();
+  for (size_t t = 1; t < tiers.size(); ++t) {
+    if (tiers[t].medium == Medium::kRemote) {
+      elements[t].child("medium").fail("the hardware mode's store has no remote pool; use dram or nvme");
+    }
+    if (tiers[t].layout != tiers[0].layout) {
+      elements[t].child("kv").fail("the store moves pages unchanged (no quantization on offload), so every "
+                                   "tier needs tier 0's layout, " + tiers[0].layout.name);
+    }
+  }
+  const auto by_medium = [](const TierSpec& a, const TierSpec& b) { return a.medium < b.medium; };
+  if (!std::is_sorted(tiers.begin(), tiers.end(), by_medium)) {
+    root.child("tiers").fail("expected the store's order: hbm, then dram, then nvme");
+  }
+  return tiers;
+}
 
 TieredStore::HostPages::HostPages(const DevicePages& device, int64_t count)
     : pitch(device.host_pitch()),
@@ -25,22 +58,30 @@ TieredStore::HostPages::HostPages(const DevicePages& device, int64_t count)
 TieredStore::TieredStore(std::vector<TierSpec> tiers, DevicePages& device, std::unique_ptr<NvmeStore> nvme,
                          TieredStoreOptions options)
     : cache_((check_tiers(tiers, device, options), tiers)),
+      tier_of_medium_(tiers_by_medium(tiers)),
       device_(device),
       nvme_(std::move(nvme)),
       hbm_(static_cast<uint64_t>(device.page_count())),
-      dram_(device, tiers.size() > 1 ? capacity_of(tiers, kDramTier) + options.spare_dram_pages : 0),
+      dram_(device, dram_pages(tiers, options)),
       staging_(device, options.staging_pages) {
-  if ((nvme_ != nullptr) != (tiers.size() == 3)) {
-    bad_request(nvme_ ? "an NVMe store was given but there is no third tier"
-                      : "the third tier (NVMe) needs an NVMe store");
+  if ((nvme_ != nullptr) != (tier_of(Medium::kNvme) >= 0)) {
+    bad_request(nvme_ ? "an NVMe store was given but there is no nvme tier"
+                      : "the nvme tier needs an NVMe store");
   }
   cache_.set_event_sink(&log_);
 }
 
 void TieredStore::check_tiers(const std::vector<TierSpec>& tiers, const DevicePages& device,
                               const TieredStoreOptions& options) {
-  if (tiers.empty() || tiers.size() > 3) {
-    bad_request("expected 1 to 3 tiers (HBM, DRAM, NVMe), got " + std::to_string(tiers.size()));
+  if (tiers.empty() || tiers[0].medium != Medium::kHbm) bad_request("expected tier 0 on hbm");
+  auto earliest = kStoreMedia.begin();  // media before it are taken or would be out of order
+  for (const TierSpec& tier : tiers) {
+    auto at = std::find(earliest, kStoreMedia.end(), tier.medium);
+    if (at == kStoreMedia.end()) {
+      bad_request("tier " + tier.name + " is on " + std::string(medium_name(tier.medium)) +
+                  "; the store holds hbm, then optionally dram, then optionally nvme, in that order");
+    }
+    earliest = at + 1;
   }
   for (const TierSpec& tier : tiers) {
     if (static_cast<uint64_t>(tier.bytes_per_block()) != device.page_bytes()) {
@@ -87,7 +128,7 @@ void TieredStore::observe_residency(std::span<const uint64_t> block_ids, StoreAd
       ++out.hits_by_tier[static_cast<size_t>(tier)];
     }
     // Past the first miss only blocks already in HBM stay; the rest are placed (computed by prefill).
-    out.source_tier.push_back(leading || tier == kHbmTier ? tier : -1);
+    out.source_tier.push_back(leading || (tier >= 0 && medium_of(tier) == Medium::kHbm) ? tier : -1);
   }
 }
 
@@ -104,7 +145,8 @@ void TieredStore::check_against_cache(const PrefixHit& prefix, const StoreAdmiss
 
 void TieredStore::fill_pages(std::span<const uint64_t> block_ids, StoreAdmission& out) const {
   out.hbm_pages.clear();
-  for (uint64_t block : block_ids) out.hbm_pages.push_back(static_cast<int64_t>(slot(kHbmTier, block)));
+  const int hbm = tier_of(Medium::kHbm);
+  for (uint64_t block : block_ids) out.hbm_pages.push_back(static_cast<int64_t>(slot(hbm, block)));
 }
 
 StoreAdmission TieredStore::admit(std::span<const uint64_t> block_ids) {
@@ -144,12 +186,12 @@ bool TieredStore::read_block(uint64_t block, std::span<std::byte> out) {
   const int tier = resident_tier(block);
   if (tier < 0) return false;
   std::byte* staging = staging_.page(0);
-  if (tier == kHbmTier) {
-    const int64_t page = static_cast<int64_t>(slot(kHbmTier, block));
+  if (medium_of(tier) == Medium::kHbm) {
+    const int64_t page = static_cast<int64_t>(slot(tier, block));
     device_.offload({&page, 1}, {&staging, 1});
     device_.synchronize();
-  } else if (tier == kDramTier) {
-    staging = dram_.page(slot(kDramTier, block));
+  } else if (medium_of(tier) == Medium::kDram) {
+    staging = dram_.page(slot(tier, block));
   } else {
     const BlockRead read{block, {staging, staging_.pitch}};
     nvme_->get({&read, 1});

@@ -1,13 +1,14 @@
 // The hardware mode's tiered KV store with its placement taken from the shared cache model.
 //
-// TieredStore owns a TieredCache (sim/cache) of one to three tiers: tier 0 is HBM (DevicePages), tier 1
-// pinned DRAM (a pool of host pages), tier 2 NVMe (NvmeStore, keyed by block id). Capacities, policies,
+// TieredStore owns a TieredCache (sim/cache) of one to three tiers, each found by its medium: tier 0 is HBM
+// (DevicePages), then optionally pinned DRAM (a pool of host pages), then optionally NVMe (NvmeStore, keyed
+// by block id). Capacities, policies,
 // inclusive/exclusive placement, write-through and admission filters come from the TierSpecs; the store
 // keeps, per tier, which slot holds which block, and turns the cache's events into copies:
 //   place           an HBM page for a block prefill computes (the caller writes it)
-//   promote 1->0    DRAM page -> HBM page (reload)          promote 2->0   NVMe -> staging page -> HBM
-//   demote 0->1     HBM -> DRAM page (offload)              demote 1->2    DRAM page -> NVMe (put)
-//   demote 0->2     HBM -> staging page -> NVMe             write_through  the same copies, source kept
+//   promote DRAM->HBM   DRAM page -> HBM page (reload)      promote NVMe->HBM  NVMe -> staging page -> HBM
+//   demote HBM->DRAM    HBM -> DRAM page (offload)          demote DRAM->NVMe  DRAM page -> NVMe (put)
+//   demote HBM->NVMe    HBM -> staging page -> NVMe         write_through      the same copies, source kept
 //   drop            the slot is freed (an NVMe key erased)
 // A move out of an exclusive tier frees the source. Copies are batched (transfer_batch.h explains the
 // order and when a batch must run before the next copy joins it) and run before admit() returns.
@@ -22,6 +23,7 @@
 // rolled back, so the store is failed() from then on and refuses further admits and releases.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -33,6 +35,7 @@
 
 #include "batched_slots.h"
 #include "device_pages.h"
+#include "medium.h"
 #include "nvme_store.h"
 #include "store_error.h"
 #include "tiered_cache.h"
@@ -40,17 +43,13 @@
 
 namespace kvtier::hw {
 
-inline constexpr int kHbmTier = 0;
-inline constexpr int kDramTier = 1;
-inline constexpr int kNvmeTier = 2;
-
 // What admit() did for one request.
 class StoreAdmission {
  public:
   bool admitted = false;
   std::vector<int64_t> hbm_pages;  // per block of the request, in chain order: the HBM page holding it
-  // Per block: where its bytes came from. -1: placed, the page holds no KV yet and the caller computes it;
-  // 0: already in HBM; 1: promoted from DRAM; 2: promoted from NVMe.
+  // Per block: the tier its bytes came from. -1: placed, the page holds no KV yet and the caller computes
+  // it; 0: already in HBM; a lower tier: promoted from it.
   std::vector<int> source_tier;
   int64_t hit_blocks = 0;             // the leading run of blocks held in some tier
   std::vector<int64_t> hits_by_tier;  // of those, how many the fastest holding tier is t
@@ -66,16 +65,22 @@ class StoreAdmission {
 // Headroom for batching. A slot freed in a batch is reused only after the batch ran (batched_slots.h),
 // so a full tier whose evictions cascade (X: HBM -> DRAM pushes Y: DRAM -> NVMe) would run one batch per
 // block; spare slots let that many cascades share a batch. HBM's spare pages are the device's pages
-// beyond tier 0's capacity, NVMe's the store's slots beyond tier 2's; DRAM's are allocated here.
+// beyond tier 0's capacity, NVMe's the store's slots beyond the NVMe tier's; DRAM's are allocated here.
 struct TieredStoreOptions {
   int64_t staging_pages = 64;     // host pages for copies between HBM and NVMe
-  int64_t spare_dram_pages = 64;  // DRAM pages beyond tier 1's capacity
+  int64_t spare_dram_pages = 64;  // DRAM pages beyond the DRAM tier's capacity
 };
+
+// The tiers of a tier file (load_tier_file: a path or a name in configs/tiers) for a store: tier 0 on
+// hbm, then dram and nvme where given, every tier in tier 0's layout. Throws ConfigError located at the
+// tier's `medium` or `kv` for what the store cannot back.
+std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard& model, int64_t block_tokens);
 
 class TieredStore {
  public:
-  // REQUIRES (else StoreError kBadRequest): 1 to 3 tiers, each storing device.page_bytes() per block;
-  // device.page_count() >= tier 0's capacity; `nvme` given exactly when there is a third tier.
+  // REQUIRES (else StoreError kBadRequest): tiers on HBM, then optionally DRAM, then optionally NVMe, each
+  // storing device.page_bytes() per block; device.page_count() >= tier 0's capacity; `nvme` given exactly
+  // when there is an NVMe tier.
   TieredStore(std::vector<TierSpec> tiers, DevicePages& device, std::unique_ptr<NvmeStore> nvme,
               TieredStoreOptions options = {});
   TieredStore(const TieredStore&) = delete;
@@ -131,6 +136,9 @@ class TieredStore {
   void check_against_cache(const PrefixHit& prefix, const StoreAdmission& out) const;
   void fill_pages(std::span<const uint64_t> block_ids, StoreAdmission& out) const;
   void throw_if_failed() const;
+  // The tier on `medium`; -1 when the store has none.
+  int tier_of(Medium medium) const { return tier_of_medium_[static_cast<size_t>(medium)]; }
+  Medium medium_of(int tier) const { return cache_.tier(tier).medium; }
 
   // tiered_store_plan.cpp: cache events -> slots and copies.
   void apply(const CacheEvent& event, StoreAdmission* admission);
@@ -149,13 +157,14 @@ class TieredStore {
   void roll_back();
 
   TieredCache cache_;
+  std::array<int, kMedia.size()> tier_of_medium_;
   EventLog log_;
   DevicePages& device_;
   std::unique_ptr<NvmeStore> nvme_;
   BatchedSlots hbm_;
   HostPages dram_;
   HostPages staging_;
-  std::unordered_map<uint64_t, uint64_t> slot_of_[3];  // HBM page, DRAM page index, NVMe key
+  std::unordered_map<uint64_t, uint64_t> slot_of_[3];  // per tier: HBM page, DRAM page index or NVMe key
   TransferBatch batch_;
   std::vector<MapChange> journal_;
   std::unordered_map<uint64_t, std::byte*> arriving_;  // block -> host page a pending reload copies

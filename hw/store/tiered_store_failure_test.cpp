@@ -101,7 +101,7 @@ void expect_nothing_lost(TieredStore& store, const FailureOutcome& outcome) {
 }
 
 TEST(TieredStoreFailure, FullNvmeStoreSurfacesAsErrorAndLosesNothing) {
-  const std::vector<TierSpec> tiers{tier("hbm", 8), tier("dram", 6), tier("nvme", 16)};
+  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 8), tier(Medium::kDram, 6), tier(Medium::kNvme, 16)};
   ScratchDirectory dir("full");
   HostMemoryPages device(8, kPageBytes);
   // The disk holds 4 blocks although the NVMe tier is configured for 16.
@@ -113,7 +113,7 @@ TEST(TieredStoreFailure, FullNvmeStoreSurfacesAsErrorAndLosesNothing) {
 }
 
 TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
-  const std::vector<TierSpec> tiers{tier("hbm", 8), tier("dram", 6), tier("nvme", 16)};
+  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 8), tier(Medium::kDram, 6), tier(Medium::kNvme, 16)};
   ScratchDirectory dir("failing");
   HostMemoryPages device(8, kPageBytes);
   const NvmeStoreOptions options{.block_bytes = kPageBytes, .capacity_blocks = 16};

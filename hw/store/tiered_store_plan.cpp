@@ -46,18 +46,18 @@ void TieredStore::apply(const CacheEvent& event, StoreAdmission* admission) {
 
 void TieredStore::place(uint64_t block, StoreAdmission& admission) {
   ensure_free(true, false, false, false);
-  map(kHbmTier, block, take(hbm_));
+  map(tier_of(Medium::kHbm), block, take(hbm_));
   awaiting_kv_.insert(block);
   admission.placed_.push_back(block);
 }
 
 void TieredStore::promote(uint64_t block, int from) {
-  const bool from_nvme = from == kNvmeTier;
+  const bool from_nvme = medium_of(from) == Medium::kNvme;
   ensure_free(true, false, from_nvme, false);
   const SlotAccess source =
       from_nvme
           ? SlotAccess{SlotSpace::kNvme, block, static_cast<int>(TransferPath::kNvmeGet), false}
-          : SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(dram_.page(slot(kDramTier, block))),
+          : SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(dram_.page(slot(from, block))),
                        static_cast<int>(TransferPath::kReload), false};
   if (batch_.conflicts(source)) flush();
 
@@ -67,40 +67,41 @@ void TieredStore::promote(uint64_t block, int from) {
     host = staging_.page(take_staging());
     batch_.add({.path = TransferPath::kNvmeGet, .key = block, .host = host});
   } else {
-    host = dram_.page(slot(kDramTier, block));
+    host = dram_.page(slot(from, block));
   }
   batch_.add({.path = TransferPath::kReload, .key = block, .hbm_page = page, .host = host});
   arriving_[block] = host;
-  map(kHbmTier, block, static_cast<uint64_t>(page));
+  map(tier_of(Medium::kHbm), block, static_cast<uint64_t>(page));
   if (cache_.tier(from).placement == Placement::kExclusive) unmap(from, block);
 }
 
 TieredStore::CopySource TieredStore::copy_source(uint64_t block, int from) const {
-  if (from == kDramTier) return {.host = dram_.page(slot(kDramTier, block))};
+  if (medium_of(from) == Medium::kDram) return {.host = dram_.page(slot(from, block))};
   auto arriving = arriving_.find(block);
   if (arriving != arriving_.end()) return {.host = arriving->second};
-  return {.hbm_page = static_cast<int64_t>(slot(kHbmTier, block))};
+  return {.hbm_page = static_cast<int64_t>(slot(tier_of(Medium::kHbm), block))};
 }
 
 bool TieredStore::copy_conflicts(uint64_t block, const CopySource& source, int to) const {
-  const int reader = static_cast<int>(source.host == nullptr ? TransferPath::kOffload
-                                      : to == kDramTier      ? TransferPath::kHostCopy
-                                                             : TransferPath::kNvmePut);
+  const int reader = static_cast<int>(source.host == nullptr             ? TransferPath::kOffload
+                                      : medium_of(to) == Medium::kDram ? TransferPath::kHostCopy
+                                                                       : TransferPath::kNvmePut);
   const SlotAccess read =
       source.host != nullptr
           ? SlotAccess{SlotSpace::kHost, reinterpret_cast<uintptr_t>(source.host), reader, false}
           : SlotAccess{SlotSpace::kHbm, static_cast<uint64_t>(source.hbm_page), reader, false};
   const SlotAccess key_write{SlotSpace::kNvme, block, static_cast<int>(TransferPath::kNvmePut), true};
-  return batch_.conflicts(read) || (to == kNvmeTier && batch_.conflicts(key_write));
+  return batch_.conflicts(read) || (medium_of(to) == Medium::kNvme && batch_.conflicts(key_write));
 }
 
 // A demotion or write-through from tier `from` to the slower tier `to`.
 void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) {
-  ensure_free(false, to == kDramTier, to == kNvmeTier && from == kHbmTier, to == kNvmeTier);
+  const bool to_dram = medium_of(to) == Medium::kDram;
+  ensure_free(false, to_dram, !to_dram && medium_of(from) == Medium::kHbm, !to_dram);
   if (copy_conflicts(block, copy_source(block, from), to)) flush();
   const CopySource source = copy_source(block, from);
 
-  if (to == kDramTier) {
+  if (to_dram) {
     const uint64_t index = take(dram_.slots);
     std::byte* destination = dram_.page(index);
     if (source.host != nullptr) {
@@ -112,7 +113,7 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
       batch_.add(
           {.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = destination});
     }
-    map(kDramTier, block, index);
+    map(to, block, index);
   } else {
     std::byte* host = source.host;
     if (host == nullptr) {
@@ -120,7 +121,7 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
       batch_.add({.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = host});
     }
     batch_.add({.path = TransferPath::kNvmePut, .key = block, .host = host});
-    map(kNvmeTier, block, block);
+    map(to, block, block);
   }
   if (!keep_source) unmap(from, block);
 }
@@ -170,9 +171,19 @@ void TieredStore::unmap(int tier, uint64_t block) {
   const uint64_t old = slot(tier, block);
   journal_.push_back({tier, block, old});
   slot_of_[tier].erase(block);
-  if (tier == kHbmTier) hbm_.release_after_batch(old);
-  if (tier == kDramTier) dram_.slots.release_after_batch(old);
-  if (tier == kNvmeTier) batch_.erase_after(block);
+  switch (medium_of(tier)) {
+    case Medium::kHbm:
+      hbm_.release_after_batch(old);
+      break;
+    case Medium::kDram:
+      dram_.slots.release_after_batch(old);
+      break;
+    case Medium::kNvme:
+      batch_.erase_after(block);
+      break;
+    case Medium::kRemote:
+      throw std::logic_error("tiered store: a remote tier");  // check_tiers refuses one
+  }
 }
 
 void TieredStore::flush() {
@@ -205,8 +216,10 @@ void TieredStore::roll_back() {
       slot_of_[change->tier].erase(change->block);
     }
   }
-  if (nvme_)
-    std::erase_if(slot_of_[kNvmeTier], [&](const auto& entry) { return !nvme_->contains(entry.first); });
+  if (nvme_) {
+    std::erase_if(slot_of_[tier_of(Medium::kNvme)],
+                  [&](const auto& entry) { return !nvme_->contains(entry.first); });
+  }
   for (BatchedSlots* slots : {&hbm_, &dram_.slots, &staging_.slots}) slots->rollback();
   batch_.clear();
   journal_.clear();

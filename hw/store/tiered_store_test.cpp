@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 
+#include "embedded_files.h"
 #include "host_memory_pages.h"
 #include "tiered_store_test_support.h"
 
@@ -24,7 +27,7 @@ TEST_P(TieredStoreConfigTest, EveryBlockReadsBackAndHitsMatchTheCacheModel) {
   const auto requests = kvtier::testing::random_requests(400, 8, 9, 17);
   const ReplayTotals totals = replay_and_check(store, device, config.tiers, requests);
   EXPECT_EQ(totals.requests, 400);
-  EXPECT_GT(totals.hits_by_tier[1], 0) << "no hit came from DRAM: the capacities are too large to test much";
+  EXPECT_GT(totals.hits_by_tier[1], 0) << "no hit came from tier 1: the capacities are too large to test much";
   const int last = static_cast<int>(config.tiers.size()) - 1;
   EXPECT_GT(flow_blocks(store, CacheEventKind::kDrop, last, -1), 0) << "nothing left the hierarchy";
 }
@@ -88,7 +91,7 @@ TEST(TieredStore, EvictionsOfOneAdmitTravelInOneBatch) {
     }
     int offload_calls = 0;
   };
-  const std::vector<TierSpec> tiers{tier("hbm", 16), tier("dram", 32)};
+  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 16), tier(Medium::kDram, 32)};
   CountingPages device(16, kPageBytes);
   TieredStore store(tiers, device, nullptr);
   std::vector<uint64_t> first, second;
@@ -107,10 +110,78 @@ TEST(TieredStore, EvictionsOfOneAdmitTravelInOneBatch) {
 TEST(TieredStore, RejectsTiersItCannotBack) {
   HostMemoryPages device(8, kPageBytes);
   // A 4-bit DRAM tier would need quantization on offload, which the store does not do.
-  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8, kBytesPerToken / 4)}, device, nullptr),
+  EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8), tier(Medium::kDram, 8, kBytesPerToken / 4)}, device, nullptr),
                StoreError);
-  EXPECT_THROW(TieredStore({tier("hbm", 9)}, device, nullptr), StoreError);  // more blocks than pages
-  EXPECT_THROW(TieredStore({tier("hbm", 8), tier("dram", 8), tier("nvme", 8)}, device, nullptr), StoreError);
+  EXPECT_THROW(TieredStore({tier(Medium::kHbm, 9)}, device, nullptr), StoreError);  // more blocks than pages
+  EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8), tier(Medium::kDram, 8), tier(Medium::kNvme, 8)}, device, nullptr), StoreError);
+}
+
+// The store finds each tier by its medium, not its place: NVMe right below HBM stages through host pages,
+// and every hit still matches the cache model. What it cannot back is refused.
+TEST(TieredStore, TiersAreFoundByTheirMedia) {
+  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 10), tier(Medium::kNvme, 20)};
+  ScratchDirectory dir("media");
+  HostMemoryPages device(10 + kSpare, kPageBytes);
+  TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
+  const ReplayTotals totals =
+      replay_and_check(store, device, tiers, kvtier::testing::random_requests(400, 8, 9, 17));
+  EXPECT_GT(totals.hits_by_tier[1], 0);
+  EXPECT_EQ(store.transfers()[static_cast<size_t>(TransferPath::kNvmeGet)].blocks,
+            flow_blocks(store, CacheEventKind::kPromote, 1, 0));
+
+  HostMemoryPages small(8, kPageBytes);
+  EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8), tier(Medium::kRemote, 8)}, small, nullptr), StoreError);
+  EXPECT_THROW(TieredStore({tier(Medium::kDram, 8)}, small, nullptr), StoreError);
+  ScratchDirectory order("order");
+  const std::vector<TierSpec> nvme_above_dram{tier(Medium::kHbm, 8), tier(Medium::kNvme, 8), tier(Medium::kDram, 8)};
+  EXPECT_THROW(TieredStore(nvme_above_dram, small, nvme_for(nvme_above_dram, order, kPageBytes)), StoreError);
+}
+
+std::string tier_file(const std::string& name, const std::string& text) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string load_error(const std::string& path) {
+  try {
+    load_store_tiers(path, parse_model_card(load_config("llama-3.1-8b", "models")), 16);
+  } catch (const ConfigError& error) {
+    return error.what();
+  }
+  return "no error";
+}
+
+// kvtier-hw replay's tiers come from a tier file, as `kvtier hitrate --tiers` reads it.
+TEST(LoadStoreTiers, ReadsATierFileWithItsMedia) {
+  const std::vector<TierSpec> tiers =
+      load_store_tiers("replay-small", parse_model_card(load_config("llama-3.1-8b", "models")), 16);
+  ASSERT_EQ(tiers.size(), 3u);
+  EXPECT_EQ(tiers[0].medium, Medium::kHbm);
+  EXPECT_EQ(tiers[1].medium, Medium::kDram);
+  EXPECT_EQ(tiers[2].medium, Medium::kNvme);
+  EXPECT_EQ(tiers[0].capacity_blocks(), 64);
+  EXPECT_EQ(tiers[1].capacity_blocks(), 128);
+  EXPECT_EQ(tiers[2].capacity_blocks(), 256);
+  EXPECT_EQ(tiers[2].bytes_per_block(), 16 * 131072);  // Llama-3.1-8B bf16: 131,072 B per token
+}
+
+TEST(LoadStoreTiers, RefusesWhatTheStoreCannotBackAtTheKey) {
+  const std::string remote = tier_file("kvtier-store-remote.yaml",
+                                       "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                       "  - {medium: remote, capacity_blocks: 8, kv: bf16}\n");
+  EXPECT_EQ(load_error(remote),
+            remote + ":3:14: tiers[1].medium: the hardware mode's store has no remote pool; use dram or nvme");
+  const std::string int4 = tier_file("kvtier-store-int4.yaml",
+                                     "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                     "  - {medium: dram, capacity_blocks: 8, kv: int4}\n");
+  EXPECT_EQ(load_error(int4), int4 + ":3:44: tiers[1].kv: the store moves pages unchanged (no quantization on "
+                                     "offload), so every tier needs tier 0's layout, bf16");
+  const std::string order = tier_file("kvtier-store-order.yaml",
+                                      "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                      "  - {medium: nvme, capacity_blocks: 8, kv: bf16}\n"
+                                      "  - {medium: dram, capacity_blocks: 8, kv: bf16}\n");
+  EXPECT_EQ(load_error(order), order + ":2:3: tiers: expected the store's order: hbm, then dram, then nvme");
 }
 
 }  // namespace

@@ -31,18 +31,21 @@ struct TierConfig {
   std::vector<TierSpec> tiers;
 };
 
-inline TierSpec tier(std::string name, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
-  return make_tier(std::move(name), blocks, PolicyKind::kLru, bytes_per_token);
+// A tier on `medium`, named after it.
+inline TierSpec tier(Medium medium, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
+  TierSpec spec = make_tier(std::string(medium_name(medium)), blocks, PolicyKind::kLru, bytes_per_token);
+  spec.medium = medium;
+  return spec;
 }
 
 // HBM, DRAM and NVMe small enough that every request evicts, under the tier rules that change which
 // copies happen: inclusive and exclusive placement, write-through, admission filters, prefix-aware
-// eviction, promotion without keeping the block, other policies, two tiers.
+// eviction, promotion without keeping the block, other policies, two tiers (DRAM or NVMe below HBM).
 inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t nvme,
                                             int64_t bytes_per_token = kBytesPerToken) {
   const auto three = [&] {
-    return std::vector<TierSpec>{tier("hbm", hbm, bytes_per_token), tier("dram", dram, bytes_per_token),
-                                 tier("nvme", nvme, bytes_per_token)};
+    return std::vector<TierSpec>{tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kDram, dram, bytes_per_token),
+                                 tier(Medium::kNvme, nvme, bytes_per_token)};
   };
   std::vector<TierConfig> configs;
   configs.push_back({"inclusive_lru", three()});
@@ -68,7 +71,8 @@ inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t n
   auto transient = three();
   transient[1].promote_on_hit = false;
   configs.push_back({"dram_no_promote_on_hit", transient});
-  configs.push_back({"hbm_dram", {tier("hbm", hbm, bytes_per_token), tier("dram", dram, bytes_per_token)}});
+  configs.push_back({"hbm_dram", {tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kDram, dram, bytes_per_token)}});
+  configs.push_back({"hbm_nvme", {tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kNvme, nvme, bytes_per_token)}});
   return configs;
 }
 
@@ -100,12 +104,14 @@ inline std::unique_ptr<NvmeStore> open_nvme(const std::string& path, const NvmeS
 // Spare HBM pages and NVMe slots beyond the tiers' capacities, and spare DRAM pages: room for batching.
 inline constexpr int64_t kSpare = 8;
 
+// An NVMe store for the tiers' NVMe tier, or none when they have none.
 inline std::unique_ptr<NvmeStore> nvme_for(const std::vector<TierSpec>& tiers, const ScratchDirectory& dir,
                                            uint64_t page_bytes) {
-  if (tiers.size() < 3) return nullptr;
+  auto nvme = std::find_if(tiers.begin(), tiers.end(), [](const TierSpec& t) { return t.medium == Medium::kNvme; });
+  if (nvme == tiers.end()) return nullptr;
   return open_nvme(dir.file("nvme.store"),
                    {.block_bytes = page_bytes,
-                    .capacity_blocks = static_cast<uint64_t>(tiers[2].capacity_blocks() + kSpare)});
+                    .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + kSpare)});
 }
 
 inline constexpr TieredStoreOptions kTestOptions{.staging_pages = 4, .spare_dram_pages = kSpare};

@@ -71,6 +71,8 @@ nlohmann::json report_json(const ReplayReport& r, const ReplayOptions& o) {
   nlohmann::json tiers = nlohmann::json::array();
   for (const TierSpec& t : r.tiers) {
     tiers.push_back({{"name", t.name},
+                     {"medium", medium_name(t.medium)},
+                     {"kv", t.layout.name},
                      {"capacity_blocks", t.capacity_blocks()},
                      {"capacity_bytes", t.capacity_bytes},
                      {"policy", policy_name(t.policy)}});
@@ -82,7 +84,7 @@ nlohmann::json report_json(const ReplayReport& r, const ReplayOptions& o) {
           {"device", gpu::current_device_description()},
           {"trace", r.trace},
           {"model", o.model},
-          {"kv", o.kv},
+          {"tiers_file", o.tiers},
           {"block_tokens", r.block_tokens},
           {"page_bytes", r.page_bytes},
           {"tiers", tiers},
@@ -152,21 +154,13 @@ void add_replay_command(CLI::App& app) {
   command->add_option("--trace-format", o.trace_format, "auto, mooncake, bailian or native")
       ->capture_default_str();
   command->add_option("--model", o.model, "Model card (name or file)")->capture_default_str();
-  command->add_option("--kv", o.kv, "KV layout of every tier (preset or file)")->capture_default_str();
+  command->add_option("--tiers", o.tiers,
+                      "Tier hierarchy file or built-in name (configs/tiers), as kvtier hitrate --tiers reads it: "
+                      "hbm, then dram and nvme, every tier in tier 0's KV layout")
+      ->capture_default_str();
   command->add_option("--block-tokens", o.block_tokens, "Tokens per block (0: the trace's own)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--hbm-blocks", o.hbm_blocks, "HBM tier capacity in blocks")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  command->add_option("--dram-blocks", o.dram_blocks, "DRAM tier capacity in blocks (0: none)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--nvme-blocks", o.nvme_blocks, "NVMe tier capacity in blocks (0: none)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
-  command->add_option("--policy", o.policy, "Eviction policy of every tier: lru, lfu, arc, s3fifo")
-      ->capture_default_str();
   command->add_option("--spare-blocks", o.spare_blocks, "Pages per tier beyond its capacity, for batching")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -54,34 +54,16 @@ LoadedRequests load_requests(const ReplayOptions& o) {
   return loaded;
 }
 
-std::vector<TierSpec> build_tiers(const ReplayOptions& o, const KvLayout& layout, int64_t block_tokens) {
-  PolicyKind policy;
-  if (!parse_policy_name(o.policy, policy)) {
-    throw ConfigError("--policy: unknown policy '" + o.policy + "', expected lru, lfu, arc or s3fifo");
-  }
-  if (o.hbm_blocks <= 0 || o.dram_blocks < 0 || o.nvme_blocks < 0 ||
-      (o.nvme_blocks > 0 && o.dram_blocks == 0)) {
-    throw ConfigError(
-        "tier sizes: expected --hbm-blocks > 0, and --dram-blocks > 0 wherever --nvme-blocks > 0");
-  }
-  std::vector<TierSpec> tiers;
-  const int64_t block_bytes = layout.bytes_per_block(block_tokens);
-  for (auto [name, blocks] :
-       {std::pair{"hbm", o.hbm_blocks}, {"dram", o.dram_blocks}, {"nvme", o.nvme_blocks}}) {
-    if (blocks == 0) break;
-    tiers.push_back(single_tier(layout, block_tokens, blocks * block_bytes, policy));
-    tiers.back().name = name;
-  }
-  return tiers;
-}
-
-std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, uint64_t page_bytes) {
-  if (o.nvme_blocks == 0) return nullptr;
+// The NVMe store of the tiers' nvme tier, or none.
+std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, const std::vector<TierSpec>& tiers,
+                                          uint64_t page_bytes) {
+  auto nvme = std::find_if(tiers.begin(), tiers.end(), [](const TierSpec& t) { return t.medium == Medium::kNvme; });
+  if (nvme == tiers.end()) return nullptr;
   const std::string path =
       (std::filesystem::path(o.directory) / ("kvtier-replay-" + std::to_string(::getpid()) + ".store"))
           .string();
-  return NvmeStore::create(path, {.block_bytes = page_bytes,
-                                  .capacity_blocks = static_cast<uint64_t>(o.nvme_blocks + o.spare_blocks)});
+  return NvmeStore::create(
+      path, {.block_bytes = page_bytes, .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + o.spare_blocks)});
 }
 
 // --verify: placed blocks get their pattern (as prefill would write their KV), then every block of the
@@ -100,7 +82,8 @@ void replay_through_store(const ReplayOptions& o, const std::vector<Request>& re
   std::vector<int64_t> tokens;
   for (const Request& request : requests) {
     tokens_per_block(request, report.block_tokens, tokens);
-    const size_t fits = std::min<size_t>(request.block_ids.size(), static_cast<size_t>(o.hbm_blocks));
+    const size_t fits =
+        std::min<size_t>(request.block_ids.size(), static_cast<size_t>(report.tiers[0].capacity_blocks()));
     const std::span<const uint64_t> chain = std::span<const uint64_t>(request.block_ids).first(fits);
     StoreAdmission admission = store.admit(chain);
     if (!admission.admitted) throw std::logic_error("a request no longer than HBM was not admitted");
@@ -130,17 +113,17 @@ bool ReplayReport::hits_agree() const {
 
 ReplayReport run_replay(const ReplayOptions& o) {
   const ModelCard model = parse_model_card(load_config(o.model, "models"));
-  const KvLayout layout = resolve_kv_layout(model, o.kv);
   const LoadedRequests loaded = load_requests(o);
   ReplayReport report;
   report.trace = loaded.name;
   report.block_tokens = loaded.block_tokens;
-  report.tiers = build_tiers(o, layout, loaded.block_tokens);
+  report.tiers = load_store_tiers(o.tiers, model, loaded.block_tokens);
 
-  GpuDevicePages device(layout_page_bytes(layout, loaded.block_tokens), o.hbm_blocks + o.spare_blocks);
+  const TierSpec& hbm = report.tiers[0];
+  GpuDevicePages device(layout_page_bytes(hbm.layout, loaded.block_tokens), hbm.capacity_blocks() + o.spare_blocks);
   report.page_bytes = device.page_bytes();
   TieredStore store(
-      report.tiers, device, open_nvme_tier(o, device.page_bytes()),
+      report.tiers, device, open_nvme_tier(o, report.tiers, device.page_bytes()),
       {.staging_pages = std::max<int64_t>(o.spare_blocks, 1), .spare_dram_pages = o.spare_blocks});
   replay_through_store(o, loaded.requests, store, device, report);
   report.events = store.cache().traffic();

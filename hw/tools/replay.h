@@ -3,8 +3,10 @@
 // Each request is admitted (its hits promoted from DRAM and NVMe, room made by offloading, writing to
 // NVMe and dropping, all as the cache model decides), optionally checked byte for byte, and released, as
 // the fast hit-rate mode does (`kvtier hitrate`: no timing between requests, a request longer than HBM
-// keeps its first capacity-many blocks). The same requests also go through a plain TieredCache of the
-// same tiers (CacheReplay); the hits per tier the store observed must equal the model's.
+// keeps its first capacity-many blocks). The tiers come from a tier file, the one `kvtier hitrate --tiers`
+// reads (load_store_tiers: HBM, then DRAM and NVMe where it has them, all in tier 0's layout). The same
+// requests also go through a plain TieredCache of the same tiers (CacheReplay); the hits per tier the store
+// observed must equal the model's.
 #pragma once
 
 #include <cstdint>
@@ -21,12 +23,8 @@ struct ReplayOptions {
   std::string trace;  // empty: the default synthetic agent workload
   std::string trace_format = "auto";
   std::string model = "llama-3.1-8b";
-  std::string kv = "bf16";
+  std::string tiers = "replay-small";  // a tier file or a name in configs/tiers, as `kvtier hitrate --tiers`
   int64_t block_tokens = 0;  // 0: the trace's own (512 Mooncake, 16 Bailian, 256 native)
-  int64_t hbm_blocks = 64;
-  int64_t dram_blocks = 128;
-  int64_t nvme_blocks = 256;  // 0: no NVMe tier
-  std::string policy = "lru";
   int64_t spare_blocks = 64;  // per tier, beyond its capacity, so that copies batch (tiered_store.h)
   std::string directory = ".";
   int64_t requests = 200;  // 0: all
@@ -52,8 +50,8 @@ struct ReplayReport {
   bool hits_agree() const;
 };
 
-// Throws ConfigError for bad input (unknown model, layout, policy, trace), StoreError / GpuError when a
-// tier fails.
+// Throws ConfigError for bad input (unknown model, a tier file the store cannot back, a bad trace),
+// StoreError / GpuError when a tier fails.
 ReplayReport run_replay(const ReplayOptions& options);
 
 }  // namespace kvtier::hw
