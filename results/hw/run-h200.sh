@@ -36,8 +36,8 @@ disk_dir=$PWD  # the machine's disk; /tmp may be memory-backed
 step build-gpu/hw/tools/kvtier-hw roundtrip --dir "$disk_dir" --out "$out/roundtrip-h200.json"
 step build-gpu/hw/tools/kvtier-hw bench --dir "$disk_dir" --out "$out/bench-h200.json"
 step build-gpu/hw/tools/kvtier-hw calibrate --dir "$disk_dir" --out "$out/calibration-h200.json"
-step build-gpu/hw/tools/kvtier-hw replay --model llama-3.1-8b --kv int4 --block-tokens 256 --hbm-blocks 256 \
-  --dram-blocks 384 --nvme-blocks 768 --requests 60 --verify --dir "$disk_dir" --out "$out/replay-h200.json"
+step build-gpu/hw/tools/kvtier-hw replay --model llama-3.1-8b --tiers replay-int4 --block-tokens 256 \
+  --requests 60 --verify --dir "$disk_dir" --out "$out/replay-h200.json"
 export KVTIER_BENCH_DIR=$disk_dir
 step build-gpu/hw/store/kvtier_hw_store_bench --benchmark_min_time=0.5s \
   --benchmark_out="$out/nvme-store-bench-h200.json" --benchmark_out_format=json
