@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli_numbers.h"
 #include "commands.h"
 #include "config.h"
 #include "gpu/check.h"
@@ -15,6 +16,7 @@ int main(int argc, char** argv) {
   kvtier::hw::add_roundtrip_command(app);
   kvtier::hw::add_bench_command(app);
   kvtier::hw::add_replay_command(app);
+  kvtier::check_numeric_options(app);
   try {
     if (kvtier::gpu::visible_device_count() == 0) {
       std::fprintf(stderr, "kvtier-hw: no %s device visible; the hardware mode needs a GPU\n",
@@ -23,7 +25,7 @@ int main(int argc, char** argv) {
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    return app.exit(error);
+    return kvtier::report_usage_error(app, error, "kvtier-hw");
   } catch (const kvtier::ConfigError& error) {
     std::fprintf(stderr, "kvtier-hw: %s\n", error.what());
     return 2;

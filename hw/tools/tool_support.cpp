@@ -7,6 +7,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "checked_math.h"
 #include "config.h"
 #include "gpu/check.h"
 #include "units.h"
@@ -58,7 +59,10 @@ std::vector<uint64_t> parse_size_list(const std::string& option, const std::stri
   std::vector<uint64_t> sizes;
   for (const std::string& item : split_list(text)) {
     try {
-      sizes.push_back(static_cast<uint64_t>(parse_bytes(item)));
+      std::optional<int64_t> bytes = checked_to_int64(parse_bytes(item));
+      if (!bytes) throw UnitError("more than " + std::to_string(kMaxCount) + " B");
+      if (*bytes == 0) throw UnitError("a size must be at least 1B");
+      sizes.push_back(static_cast<uint64_t>(*bytes));
     } catch (const std::exception& error) {
       throw ConfigError(option + ": expected sizes like 16KiB,1MiB; '" + item + "': " + error.what());
     }

@@ -18,7 +18,8 @@ const std::string& command_line();
 // Throws std::runtime_error naming the path when it cannot.
 void write_json_file(const std::string& path, const nlohmann::json& value);
 
-// "16KiB,64KiB,1MiB" -> bytes. Throws ConfigError naming the option and the bad element.
+// "16KiB,64KiB,1MiB" -> bytes, each from 1 B to 2^63 - 1 B. Throws ConfigError naming the option and the
+// bad element.
 std::vector<uint64_t> parse_size_list(const std::string& option, const std::string& text);
 // "bf16,turboquant4" -> {"bf16", "turboquant4"}.
 std::vector<std::string> split_list(const std::string& text);

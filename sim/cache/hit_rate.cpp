@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <span>
 
+#include "checked_math.h"
+
 namespace kvtier {
 
 void tokens_per_block(const Request& request, int64_t block_tokens, std::vector<int64_t>& out) {
@@ -11,7 +13,9 @@ void tokens_per_block(const Request& request, int64_t block_tokens, std::vector<
     if (request.input_tokens <= 0) {
       out.push_back(block_tokens);
     } else {
-      int64_t remaining = request.input_tokens - static_cast<int64_t>(i) * block_tokens;
+      // Blocks past the input hold none of it, however far past: i × block_tokens may leave int64_t.
+      std::optional<int64_t> before = checked_mul(static_cast<int64_t>(i), block_tokens);
+      int64_t remaining = before ? request.input_tokens - *before : 0;
       out.push_back(std::clamp<int64_t>(remaining, 0, block_tokens));
     }
   }
@@ -74,7 +78,13 @@ std::vector<CurvePoint> hit_rate_curve(const std::vector<Request>& requests, con
   }
   for (int64_t capacity : capacities_blocks) {
     TierSpec sized = tier;
-    sized.capacity_bytes = capacity * tier.bytes_per_block();
+    std::optional<int64_t> bytes = checked_mul(capacity, tier.bytes_per_block());
+    if (!bytes) {
+      throw ConfigError("a cache of " + std::to_string(capacity) + " blocks of " +
+                        std::to_string(tier.bytes_per_block()) + " B is more than " +
+                        std::to_string(kMaxCount) + " B");
+    }
+    sized.capacity_bytes = *bytes;
     CacheReplay replay({sized});
     for (const Request& request : requests) replay.add(request);
     points.push_back({capacity, replay.result().hits()});

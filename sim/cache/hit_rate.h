@@ -60,7 +60,8 @@ struct CurvePoint {
 };
 
 // Hits of a one-tier cache at each capacity: LRU from one LruCurve pass, other policies by one replay per
-// capacity. `tier` gives the layout, block size and policy; its capacity is ignored.
+// capacity. `tier` gives the layout, block size and policy; its capacity is ignored. Throws ConfigError for
+// a capacity whose bytes leave int64_t.
 std::vector<CurvePoint> hit_rate_curve(const std::vector<Request>& requests, const TierSpec& tier,
                                        const std::vector<int64_t>& capacities_blocks);
 

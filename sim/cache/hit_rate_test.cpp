@@ -29,6 +29,23 @@ TEST(TokensPerBlock, LastBlockIsPartial) {
   EXPECT_EQ(tokens, (std::vector<int64_t>{4, 4, 4}));
 }
 
+TEST(TokensPerBlock, HugeBlocksDoNotWrap) {
+  // Blocks of 2^62 tokens: the third starts at 2^63, past int64_t; it and the second hold none of the input.
+  Request r = make_request({1, 2, 3});
+  r.input_tokens = 5;
+  std::vector<int64_t> tokens;
+  tokens_per_block(r, int64_t{1} << 62, tokens);
+  EXPECT_EQ(tokens, (std::vector<int64_t>{5, 0, 0}));
+}
+
+TEST(HitRateCurve, CapacityWhoseBytesOverflowIsAnError) {
+  // 32 B per 4-token block (make_tier's default): 2^58 blocks are 2^63 B, one more than int64_t holds.
+  TierSpec tier = make_tier("cache", 0, PolicyKind::kLfu);
+  std::vector<Request> requests{make_request({1, 2})};
+  EXPECT_EQ(hit_rate_curve(requests, tier, {int64_t{1} << 57})[0].capacity_blocks, int64_t{1} << 57);
+  EXPECT_THROW(hit_rate_curve(requests, tier, {int64_t{1} << 58}), ConfigError);
+}
+
 TEST(CacheReplay, CountsHitsByTierInBlocksAndTokens) {
   CacheReplay replay({make_tier("hbm", 2), make_tier("dram", 8)});
   Request first = make_request({1, 2, 3});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
 
 namespace kvtier {
 namespace {
@@ -39,6 +40,10 @@ void LruCurve::compact() {
     if (it != stamp_of_.end() && it->second == stamp) live.push_back(block_at_[stamp]);
   }
   size_t size = std::max<size_t>(1024, 2 * live.size() + 2);
+  // Stamps are uint32_t and tree counts int32_t: up to 2^31 - 1 distinct blocks.
+  if (size > std::numeric_limits<uint32_t>::max()) {
+    throw std::length_error("LruCurve: more than 2^31 - 1 distinct blocks");
+  }
   fenwick_.assign(size, 0);
   block_at_.assign(size, 0);
   last_stamp_ = 0;

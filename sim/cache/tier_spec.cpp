@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "checked_math.h"
 #include "embedded_files.h"
 
 namespace kvtier {
@@ -41,16 +42,20 @@ int64_t parse_capacity_bytes(const ConfigNode& tier, int64_t bytes_per_block, in
   int given = tier.has("capacity") + tier.has("capacity_tokens") + tier.has("capacity_blocks");
   if (given != 1)
     tier.fail("expected exactly one of capacity (bytes with a unit), capacity_tokens, capacity_blocks");
+  const std::string limit =
+      "at most " + std::to_string(kMaxCount) + " B (8 EiB), the largest capacity kvtier counts";
   if (tier.has("capacity")) {
-    double bytes = tier.quantity("capacity", UnitKind::kBytes);
-    if (bytes < 0) tier.child("capacity").fail("expected a non-negative size");
-    return static_cast<int64_t>(bytes);
+    std::optional<int64_t> bytes = checked_to_int64(tier.quantity("capacity", UnitKind::kBytes));
+    if (!bytes) tier.child("capacity").fail("expected a size of " + limit);
+    return *bytes;
   }
   const char* key = tier.has("capacity_tokens") ? "capacity_tokens" : "capacity_blocks";
   int64_t count = tier.integer(key);
   if (count < 0) tier.child(key).fail("expected a non-negative count");
   int64_t blocks = tier.has("capacity_tokens") ? count / block_tokens : count;
-  return blocks * bytes_per_block;
+  std::optional<int64_t> bytes = checked_mul(blocks, bytes_per_block);
+  if (!bytes) tier.child(key).fail("expected a count whose blocks hold " + limit);
+  return *bytes;
 }
 
 template <typename Enum>

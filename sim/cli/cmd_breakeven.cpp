@@ -3,6 +3,7 @@
 #include <optional>
 
 #include "breakeven.h"
+#include "checked_math.h"
 #include "commands.h"
 #include "embedded_files.h"
 #include "output.h"
@@ -34,7 +35,11 @@ int64_t parse_tokens(const std::string& text) {
   if (factor == 0 || value <= 0) {
     throw ConfigError("--context: expected a positive token count such as 4096 or 32K, got '" + text + "'");
   }
-  return value * factor;
+  std::optional<int64_t> tokens = checked_mul(value, factor);
+  if (!tokens) {
+    throw ConfigError("--context: '" + text + "' is more than " + std::to_string(kMaxCount) + " tokens");
+  }
+  return *tokens;
 }
 
 std::string verdict(double speedup) {

@@ -4,6 +4,7 @@
 #include <iostream>
 #include <limits>
 
+#include "checked_math.h"
 #include "commands.h"
 #include "embedded_files.h"
 #include "hit_rate.h"
@@ -107,19 +108,36 @@ void print_trace_summary(const nlohmann::json& j) {
             << fixed("%.1f%%", 100 * max["block_hit_rate"].get<double>()) << " of blocks\n\n";
 }
 
-// Capacities in blocks from whichever of tokens, blocks or bytes was given.
+// A capacity of `bytes` (from --capacity) as int64_t bytes; the limit is what int64_t holds.
+int64_t capacity_bytes(const std::string& text) {
+  try {
+    std::optional<int64_t> bytes = checked_to_int64(parse_bytes(text));
+    if (!bytes) {
+      throw ConfigError("--capacity: " + text + " is more than " + std::to_string(kMaxCount) +
+                        " B (8 EiB), the largest capacity kvtier counts");
+    }
+    return *bytes;
+  } catch (const UnitError& e) {
+    throw ConfigError(std::string("--capacity: ") + e.what());
+  }
+}
+
+// Capacities in blocks from whichever of tokens, blocks or bytes was given. The report gives each in
+// tokens and bytes too, so blocks × tokens and blocks × bytes per block must fit int64_t.
 std::vector<int64_t> capacities_in_blocks(const HitrateOptions& o, int64_t block_tokens,
                                           int64_t bytes_per_block) {
   std::vector<int64_t> blocks;
-  for (int64_t tokens : o.capacity_tokens) blocks.push_back(tokens / block_tokens);
-  for (int64_t count : o.capacity_blocks) blocks.push_back(count);
-  for (const std::string& text : o.capacity_bytes) {
-    try {
-      blocks.push_back(static_cast<int64_t>(parse_bytes(text)) / bytes_per_block);
-    } catch (const UnitError& e) {
-      throw ConfigError(std::string("--capacity: ") + e.what());
+  auto add = [&](int64_t count, const char* option, int64_t given) {
+    if (!checked_mul(count, bytes_per_block) || !checked_mul(count, block_tokens)) {
+      throw ConfigError(std::string(option) + ": " + std::to_string(given) + " is " + std::to_string(count) +
+                        " blocks of " + std::to_string(bytes_per_block) + " B, more than " +
+                        std::to_string(kMaxCount) + " B (8 EiB), the largest capacity kvtier counts");
     }
-  }
+    blocks.push_back(count);
+  };
+  for (int64_t tokens : o.capacity_tokens) add(tokens / block_tokens, "--capacity-tokens", tokens);
+  for (int64_t count : o.capacity_blocks) add(count, "--capacity-blocks", count);
+  for (const std::string& text : o.capacity_bytes) blocks.push_back(capacity_bytes(text) / bytes_per_block);
   return blocks;
 }
 

@@ -65,21 +65,38 @@ void print_layout(const ModelCard& model, const KvLayout& layout, int64_t block_
             << "x smaller than bf16\n\n";
 }
 
+struct ModelLayouts {
+  ModelCard model;
+  std::vector<KvLayout> layouts;
+};
+
+// Every model and layout is read, and its block size checked, before anything prints: bad input leaves
+// no half table behind its error.
+std::vector<ModelLayouts> resolve_all(const KvOptions& options) {
+  std::vector<ModelLayouts> all;
+  for (const std::string& name : expand_models(options.models)) {
+    ModelLayouts entry{parse_model_card(load_config(name, "models")), {}};
+    for (const std::string& spec : options.layouts.empty() ? default_layouts(entry.model) : options.layouts) {
+      entry.layouts.push_back(resolve_kv_layout(entry.model, spec));
+      entry.layouts.back().bytes_per_block(options.block_tokens);  // throws where a block overflows
+    }
+    all.push_back(std::move(entry));
+  }
+  return all;
+}
+
 void run_kv(const KvOptions& options) {
   nlohmann::json models = nlohmann::json::array();
-  for (const std::string& name : expand_models(options.models)) {
-    ModelCard model = parse_model_card(load_config(name, "models"));
-    std::vector<std::string> specs = options.layouts.empty() ? default_layouts(model) : options.layouts;
+  for (const ModelLayouts& entry : resolve_all(options)) {
     nlohmann::json layouts = nlohmann::json::array();
-    for (const std::string& spec : specs) {
-      KvLayout layout = resolve_kv_layout(model, spec);
+    for (const KvLayout& layout : entry.layouts) {
       if (options.format == OutputFormat::kJson) {
-        layouts.push_back(layout_json(model, layout, options.block_tokens));
+        layouts.push_back(layout_json(entry.model, layout, options.block_tokens));
       } else {
-        print_layout(model, layout, options.block_tokens);
+        print_layout(entry.model, layout, options.block_tokens);
       }
     }
-    models.push_back({{"model", model.name}, {"layers", model.layers}, {"layouts", layouts}});
+    models.push_back({{"model", entry.model.name}, {"layers", entry.model.layers}, {"layouts", layouts}});
   }
   if (options.format == OutputFormat::kJson) std::cout << models.dump(2) << "\n";
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 
+#include "cli_numbers.h"
 #include "commands.h"
 #include "config.h"
 
@@ -21,10 +22,11 @@ int main(int argc, char** argv) {
   auto& commands = kvtier::command_registry();
   std::stable_sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.order < b.order; });
   for (const auto& command : commands) command.add(app);
+  kvtier::check_numeric_options(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    return kvtier::report_usage_error(app, e, "kvtier");
   } catch (const kvtier::ConfigError& e) {
     std::cerr << "kvtier: " << e.what() << "\n";
     return 2;

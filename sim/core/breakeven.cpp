@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "checked_math.h"
+
 namespace kvtier {
 namespace {
 
@@ -52,7 +54,13 @@ BreakevenPoint breakeven_at(const CostModel& cost, int layers, double bytes_per_
   p.prefill_seconds = cost.prefill_seconds(0, prefix_tokens);
   p.prefill_tokens_per_s = static_cast<double>(prefix_tokens) / p.prefill_seconds;
   double bytes = bytes_per_token * static_cast<double>(prefix_tokens);
-  double miss = cost.prefill_seconds(0, prefix_tokens + new_tokens);
+  std::optional<int64_t> turn_tokens = checked_add(prefix_tokens, new_tokens);
+  if (!turn_tokens) {
+    throw ConfigError("break-even: a prefix of " + std::to_string(prefix_tokens) + " tokens plus " +
+                      std::to_string(new_tokens) + " new ones exceeds " + std::to_string(kMaxCount) +
+                      " tokens");
+  }
+  double miss = cost.prefill_seconds(0, *turn_tokens);
   double suffix = cost.prefill_seconds(prefix_tokens, new_tokens);
   p.breakeven_bandwidth = bytes / (miss - suffix);
   p.breakeven_overlapped = bytes / overlapped_breakeven_load(miss, suffix, layers);

@@ -55,6 +55,7 @@ struct BreakevenRow {
   std::vector<BreakevenPoint> points;
 };
 
+// Throws ConfigError when prefix_tokens + new_tokens leaves int64_t.
 BreakevenPoint breakeven_at(const CostModel& cost, int layers, double bytes_per_token, int64_t prefix_tokens,
                             int64_t new_tokens, const std::vector<LoadPath>& paths);
 

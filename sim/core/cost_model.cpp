@@ -1,6 +1,9 @@
 #include "cost_model.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "config.h"
 
 namespace kvtier {
 
@@ -13,6 +16,10 @@ CostModel::CostModel(const ModelCard& model, const HardwareConfig& hardware, dou
 
 CostModel CostModel::fixed_prefill_rate(const ModelCard& model, double tokens_per_s,
                                         double kv_bytes_per_token) {
+  if (!(std::isfinite(tokens_per_s) && tokens_per_s > 0)) {
+    throw ConfigError("prefill rate: expected a positive, finite number of tokens per second, got " +
+                      std::to_string(tokens_per_s));
+  }
   CostModel cost;
   cost.model_ = model;
   cost.kv_bytes_per_token_ = kv_bytes_per_token;
@@ -45,7 +52,8 @@ double CostModel::step_seconds(double flops, double kv_bytes, int64_t tokens) co
 }
 
 double CostModel::prefill_seconds(int64_t cached_tokens, int64_t new_tokens) const {
-  double kv_bytes = kv_bytes_per_token_ * static_cast<double>(cached_tokens + new_tokens);
+  double kv_bytes =
+      kv_bytes_per_token_ * (static_cast<double>(cached_tokens) + static_cast<double>(new_tokens));
   return step_seconds(prefill_flops(cached_tokens, new_tokens), kv_bytes, new_tokens);
 }
 

@@ -22,7 +22,8 @@ class CostModel {
  public:
   // `kv_bytes_per_token` is that of the layout held in HBM, for the memory terms.
   CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token);
-  // A flat prefill rate instead of the FLOP model (the --prefill-tokens-per-s what-if).
+  // A flat prefill rate instead of the FLOP model (the --prefill-tokens-per-s what-if). Throws ConfigError
+  // unless `tokens_per_s` is positive and finite.
   static CostModel fixed_prefill_rate(const ModelCard& model, double tokens_per_s, double kv_bytes_per_token);
 
   double prefill_flops(int64_t cached_tokens, int64_t new_tokens) const;

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+
 #include "breakeven.h"
 #include "embedded_files.h"
 
@@ -63,6 +67,47 @@ TEST(CostModel, DecodeIsMemoryBound) {
   // One sequence of 32K tokens: weights (141.2 GB) plus 32K × 320 KiB of KV over 4.2 TB/s.
   double bytes = 70.6e9 * 2 + 327680.0 * 32768;
   EXPECT_NEAR(cost.decode_step_seconds(1, 32768), bytes / (4.8e12 * 0.875), 1e-9);
+}
+
+TEST(CostModel, FixedRateMustBePositiveAndFinite) {
+  // A NaN rate used to turn every prefill time into NaN and every break-even bandwidth into -nan.
+  ModelCard m = card("llama-3.1-8b");
+  for (double rate : {std::nan(""), double{INFINITY}, 0.0, -5.0}) {
+    EXPECT_THROW(CostModel::fixed_prefill_rate(m, rate, 131072), ConfigError) << rate;
+  }
+  // 131,072 B/token × 4,096 tokens over 4,096 / 1,000 s recomputing (the new tokens cancel out).
+  CostModel cost = CostModel::fixed_prefill_rate(m, 1000, 131072);
+  EXPECT_DOUBLE_EQ(breakeven_at(cost, m.layers, 131072, 4096, 1024, {}).breakeven_bandwidth, 131072 * 1000.0);
+}
+
+TEST(CostModel, TurnTokensThatOverflowAreAnError) {
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost = CostModel::fixed_prefill_rate(m, 1000, 131072);
+  EXPECT_THROW(breakeven_at(cost, m.layers, 131072, 4096, INT64_MAX, {}), ConfigError);
+  // Far above any real turn, yet no overflow: prefill of 2^62 tokens at 1,000 tokens/s.
+  EXPECT_DOUBLE_EQ(cost.prefill_seconds(int64_t{1} << 61, int64_t{1} << 61), 0x1p61 / 1000);
+}
+
+// Before, the count was cast to int: 2^32 + 1 GPUs became one.
+TEST(Hardware, DeviceCountsBeyondTheirLimitAreErrors) {
+  std::ifstream file("configs/hardware/h200.yaml");
+  std::string h200(std::istreambuf_iterator<char>(file), {});
+  auto error_with = [&](const std::string& from, const std::string& to) -> std::string {
+    std::string text = h200;
+    size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    try {
+      parse_hardware(ConfigNode::load_string(text, "h200.yaml"));
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error_with("count: 1", "count: 4294967297").find("gpu.count: expected at most 65536 GPUs"),
+            std::string::npos);
+  EXPECT_NE(error_with("drives: 1", "drives: 4294967297").find("nvme.drives: expected at most 65536 drives"),
+            std::string::npos);
 }
 
 }  // namespace

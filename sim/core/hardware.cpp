@@ -3,6 +3,9 @@
 namespace kvtier {
 namespace {
 
+// GPUs and drives per node: far above any machine, and within int.
+constexpr int64_t kMaxDevices = int64_t{1} << 16;
+
 double positive(const ConfigNode& node, std::string_view key, UnitKind kind) {
   double value = node.quantity(key, kind);
   if (value <= 0) node.child(key).fail("expected a positive value");
@@ -20,8 +23,11 @@ GpuSpec parse_gpu(const ConfigNode& node) {
                    "prefill_mfu", "memory_bandwidth_efficiency"});
   GpuSpec gpu;
   gpu.model = node.string("model");
-  gpu.count = static_cast<int>(node.integer("count", 1));
-  if (gpu.count <= 0) node.child("count").fail("expected at least one GPU");
+  int64_t count = node.integer("count", 1);
+  if (count <= 0) node.child("count").fail("expected at least one GPU");
+  if (count > kMaxDevices)
+    node.child("count").fail("expected at most " + std::to_string(kMaxDevices) + " GPUs");
+  gpu.count = static_cast<int>(count);
   gpu.hbm_capacity = positive(node, "hbm_capacity", UnitKind::kBytes);
   gpu.hbm_bandwidth = positive(node, "hbm_bandwidth", UnitKind::kBandwidth);
   gpu.bf16_flops = positive(node, "bf16_dense", UnitKind::kFlopRate);
@@ -40,8 +46,11 @@ LinkSpec parse_link(const ConfigNode& node, std::string_view bandwidth_key) {
 NvmeSpec parse_nvme(const ConfigNode& node) {
   node.allow_keys({"drives", "capacity", "read_bandwidth", "write_bandwidth", "latency", "gpudirect"});
   NvmeSpec nvme;
-  nvme.drives = static_cast<int>(node.integer("drives", 1));
-  if (nvme.drives < 0) node.child("drives").fail("expected a drive count of 0 or more");
+  int64_t drives = node.integer("drives", 1);
+  if (drives < 0) node.child("drives").fail("expected a drive count of 0 or more");
+  if (drives > kMaxDevices)
+    node.child("drives").fail("expected at most " + std::to_string(kMaxDevices) + " drives");
+  nvme.drives = static_cast<int>(drives);
   if (nvme.drives == 0) return nvme;
   nvme.capacity = positive(node, "capacity", UnitKind::kBytes);
   nvme.read_bandwidth = positive(node, "read_bandwidth", UnitKind::kBandwidth);

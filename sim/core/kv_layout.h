@@ -33,7 +33,7 @@ struct Encoding {
 };
 
 // Bytes one token occupies in one layer under `encoding`. Throws ConfigError where the encoding
-// does not apply (TurboQuant slots are defined per KV head, so not for MLA).
+// does not apply (TurboQuant slots are defined per KV head, so not for MLA) or the bytes overflow int64_t.
 int64_t bytes_per_token_per_layer(const ModelCard& model, const Encoding& encoding);
 
 // The TurboQuant slot: [K indices (4 bit × d) | K norm fp16 | V (4 bit × d) | V scale fp16 | V zero fp16].
@@ -60,7 +60,8 @@ struct KvLayout {
   std::vector<LayerGroup> groups;
 
   int64_t bytes_per_token() const;
-  int64_t bytes_per_block(int64_t block_tokens) const { return bytes_per_token() * block_tokens; }
+  // Throws ConfigError when the product leaves int64_t (a block of more than 2^33 tokens can).
+  int64_t bytes_per_block(int64_t block_tokens) const;
   // bf16 bytes per token of the same model divided by this layout's.
   double compression_vs_bf16(const ModelCard& model) const;
   // Layouts are equal when they store every layer alike: the same groups with the same encodings. The
@@ -68,6 +69,7 @@ struct KvLayout {
   bool operator==(const KvLayout& other) const { return groups == other.groups; }
 };
 
+// Throws ConfigError when the boundary layers do not fit or the layout takes more than kMaxKvBytesPerToken.
 KvLayout build_layout(const ModelCard& model, const PrecisionMap& map, std::string name);
 
 // Presets: bf16, fp8, int4 (group 32, fp16 scale + zero), int4-g128, turboquant4 (first 2 and last 2

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <functional>
+
 #include "embedded_files.h"
 
 namespace kvtier {
@@ -74,6 +77,86 @@ TEST(KvLayout, BoundaryLayersMustFit) {
   map.first_boundary_layers = 79;  // 79 + 2 > 80 layers
   EXPECT_THROW(build_layout(card("llama-3.1-70b"), map, "x"), ConfigError);
   EXPECT_THROW(resolve_kv_layout(card("llama-3.1-70b"), "int3"), ConfigError);
+}
+
+std::string error_of(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+ModelCard gqa_card(int layers, int kv_heads, int head_dim) {
+  return parse_model_card(ConfigNode::load_string(
+      "name: big\nlayers: " + std::to_string(layers) + "\nhidden_size: 4096\nquery_heads: 32\n" +
+          "attention: {kind: gqa, kv_heads: " + std::to_string(kv_heads) +
+          ", head_dim: " + std::to_string(head_dim) + "}\ntotal_params: 1e9\n",
+      "m.yaml"));
+}
+
+// Before, group_size and first were cast to int: 2^32 + 32 became a group of 32, 2^32 + 2 two layers.
+TEST(KvLayout, PrecisionMapIntegersOutsideTheirRangeAreErrors) {
+  auto map_error = [](const std::string& yaml) {
+    return error_of([&] { parse_precision_map(ConfigNode::load_string(yaml, "kv.yaml").child("kv")); });
+  };
+  EXPECT_EQ(map_error("kv: {encoding: {kind: int4, group_size: 4294967328}}"),
+            "kv.yaml:1:41: kv.encoding.group_size: expected a group size from 1 to 16777216, got 4294967328");
+  EXPECT_EQ(map_error("kv: {encoding: {kind: turboquant4, slot_align: 0}}"),
+            "kv.yaml:1:48: kv.encoding.slot_align: expected an alignment in bytes from 1 to 65536, got 0");
+  EXPECT_EQ(
+      map_error("kv: {encoding: fp8, boundary_layers: {first: 4294967298}}"),
+      "kv.yaml:1:46: kv.boundary_layers.first: expected a layer count from 0 to 16777216, got 4294967298");
+}
+
+TEST(KvLayout, CardsBeyondOneGiBPerTokenAreErrors) {
+  // 2 × 4096 × 4096 × 2 B = 64 MiB per layer in bf16: 16 layers are exactly 1 GiB, 17 are over.
+  EXPECT_EQ(resolve_kv_layout(gqa_card(16, 4096, 4096), "bf16").bytes_per_token(), 1073741824);
+  EXPECT_EQ(error_of([] { gqa_card(17, 4096, 4096); }),
+            "m.yaml:5:12: attention: the KV of one token would take 1140850688 B in bf16 over 17 layers; the "
+            "limit is 1073741824 B (1 GiB) per token");
+}
+
+TEST(KvLayout, LayoutsBeyondOneGiBPerTokenAreErrors) {
+  // bf16: 2 × 4096 × 4096 × 2 B × 4 layers = 256 MiB per token. int4 in groups of one element with an fp32
+  // scale and zero costs 2048 + 4096 × 8 = 34,816 B per head vector: × 2 × 4096 × 4 = 1,140,850,688 B,
+  // over the limit; with fp16 scales 2048 + 4096 × 4 = 18,432 B: 603,979,776 B, under it.
+  ModelCard m = gqa_card(4, 4096, 4096);
+  auto layout = [&](const std::string& scale) {
+    return build_layout(
+        m,
+        parse_precision_map(
+            ConfigNode::load_string("kv: {encoding: {kind: int4, group_size: 1, scale_dtype: " + scale + "}}",
+                                    "kv.yaml")
+                .child("kv")),
+        "int4-g1-" + scale);
+  };
+  EXPECT_EQ(layout("fp16").bytes_per_token(), 603979776);
+  EXPECT_EQ(error_of([&] { layout("fp32"); }),
+            "KV layout int4-g1-fp32 of big takes more than 1073741824 B (1 GiB) per token, the limit");
+}
+
+TEST(KvLayout, ArithmeticOnUncheckedCardsCannotWrap) {
+  // A card built in code skips parse_model_card's limit: 2 × (2^31 - 1)^2 elements fit int64_t (before,
+  // the product was an int and wrapped), twice as many bytes do not.
+  ModelCard m;
+  m.name = "huge";
+  m.layers = 1;
+  m.kv_heads = INT_MAX;
+  m.head_dim = INT_MAX;
+  EXPECT_EQ(m.kv_elements_per_layer(), 9223372028264841218);
+  EXPECT_EQ(error_of([&] { bytes_per_token_per_layer(m, Encoding{}); }),
+            "huge: KV bytes per token overflow 64-bit integers");
+}
+
+TEST(KvLayout, BytesPerBlockStopsAtInt64) {
+  // 131,072 = 2^17 B per token: 2^45 tokens make 2^62 B, 2^46 tokens 2^63 B, one more than int64_t holds.
+  KvLayout layout = resolve_kv_layout(card("llama-3.1-8b"), "bf16");
+  EXPECT_EQ(layout.bytes_per_block(int64_t{1} << 45), int64_t{1} << 62);
+  EXPECT_EQ(
+      error_of([&] { layout.bytes_per_block(int64_t{1} << 46); }),
+      "KV layout bf16: a block of 70368744177664 tokens at 131072 B per token exceeds 9223372036854775807 B");
 }
 
 TEST(KvLayout, EveryCardAndPresetBuilds) {

@@ -1,5 +1,7 @@
 #include "model_card.h"
 
+#include "checked_math.h"
+
 namespace kvtier {
 namespace {
 
@@ -11,10 +13,17 @@ double dtype_bytes(const ConfigNode& node, const std::string& dtype) {
   node.fail("expected one of bf16, fp16, fp8, fp32, int4, fp4; got '" + dtype + "'");
 }
 
+// Layer, head and dimension counts: 1 to 2^24, far above any published model and far below int's limit.
+constexpr int64_t kMaxCardInteger = int64_t{1} << 24;
+
 int positive_int(const ConfigNode& root, std::string_view key) {
   ConfigNode node = root.child(key);
   int64_t value = node.as_integer();
-  if (value <= 0 || value > (1 << 24)) node.fail("expected a positive integer");
+  if (value <= 0) node.fail("expected a positive integer");
+  if (value > kMaxCardInteger) {
+    node.fail("expected a positive integer up to " + std::to_string(kMaxCardInteger) + ", got " +
+              std::to_string(value));
+  }
   return static_cast<int>(value);
 }
 
@@ -45,11 +54,23 @@ void parse_attention(const ConfigNode& root, ModelCard& card) {
   }
 }
 
+// The card is checked in bf16 (2 bytes an element); a layout that takes more per element (int4 with tiny
+// groups and fp32 scales) is checked against the same limit by build_layout.
+void check_kv_size(const ConfigNode& attention, const ModelCard& card) {
+  std::optional<int64_t> per_layer = checked_mul(card.kv_elements_per_layer(), 2);
+  std::optional<int64_t> per_token = per_layer ? checked_mul(*per_layer, card.layers) : std::nullopt;
+  if (per_token && *per_token <= kMaxKvBytesPerToken) return;
+  attention.fail("the KV of one token would take " +
+                 (per_token ? std::to_string(*per_token) + " B" : std::string("more than 2^63 B")) +
+                 " in bf16 over " + std::to_string(card.layers) + " layers; the limit is " +
+                 std::to_string(kMaxKvBytesPerToken) + " B (1 GiB) per token");
+}
+
 }  // namespace
 
-int ModelCard::kv_elements_per_layer() const {
-  if (attention == AttentionKind::kMla) return kv_lora_rank + qk_rope_head_dim;
-  return 2 * kv_heads * head_dim;
+int64_t ModelCard::kv_elements_per_layer() const {
+  if (attention == AttentionKind::kMla) return int64_t{kv_lora_rank} + qk_rope_head_dim;
+  return 2 * int64_t{kv_heads} * head_dim;
 }
 
 ModelCard parse_model_card(const ConfigNode& root) {
@@ -62,6 +83,7 @@ ModelCard parse_model_card(const ConfigNode& root) {
   card.hidden_size = positive_int(root, "hidden_size");
   card.query_heads = positive_int(root, "query_heads");
   parse_attention(root, card);
+  check_kv_size(root.child("attention"), card);
   card.total_params = positive_number(root, "total_params");
   card.active_params = root.has("active_params") ? positive_number(root, "active_params") : card.total_params;
   if (card.active_params > card.total_params) {

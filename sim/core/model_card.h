@@ -4,6 +4,7 @@
 // MLA (one latent of kv_lora_rank + qk_rope_head_dim elements per layer, no separate V).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "config.h"
@@ -11,6 +12,11 @@
 namespace kvtier {
 
 enum class AttentionKind { kGqa, kMla };
+
+// The most KV one token may take, in any layout: 1 GiB. The largest published models take a few MiB per
+// token in bf16; the bound keeps bytes per block and per capacity far from int64_t's limit, and a card
+// beyond it (a typo in kv_heads or head_dim) is a ConfigError.
+inline constexpr int64_t kMaxKvBytesPerToken = int64_t{1} << 30;
 
 struct ModelCard {
   std::string name;
@@ -33,8 +39,9 @@ struct ModelCard {
   double weight_bytes_per_param = 2;
   std::string weight_dtype = "bf16";
 
-  // Elements cached per token per layer: 2 × kv_heads × head_dim (GQA) or the MLA latent width.
-  int kv_elements_per_layer() const;
+  // Elements cached per token per layer: 2 × kv_heads × head_dim (GQA) or the MLA latent width. Exact
+  // for any non-negative int fields (at most 2 × (2^31 - 1)^2 < 2^63).
+  int64_t kv_elements_per_layer() const;
   // Query-key and value widths per head, for the attention FLOP term.
   int qk_dim() const {
     return attention == AttentionKind::kMla ? qk_nope_head_dim + qk_rope_head_dim : head_dim;
@@ -44,6 +51,7 @@ struct ModelCard {
 };
 
 ModelCard load_model_card(const std::string& path);
+// Throws ConfigError for a card whose bf16 KV exceeds kMaxKvBytesPerToken, located at its attention key.
 ModelCard parse_model_card(const ConfigNode& root);
 
 }  // namespace kvtier

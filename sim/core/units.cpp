@@ -33,15 +33,20 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
-// Splits "4.8TB/s" into 4.8 and "TB/s".
+// Splits "4.8TB/s" into 4.8 and "TB/s". The number must be finite and carry no minus sign ("-0GB" too:
+// a negative size, rate or duration has no meaning).
 std::pair<double, std::string_view> split_number(std::string_view text, UnitKind kind) {
   text = trim(text);
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec == std::errc::result_out_of_range) {
+    throw UnitError("the number in '" + std::string(text) + "' is out of range");
+  }
   if (ec != std::errc() || !std::isfinite(value)) {
     throw UnitError("expected " + std::string(unit_example(kind)) + ", got '" + std::string(text) + "'");
   }
-  if (value < 0) throw UnitError("expected a non-negative quantity, got '" + std::string(text) + "'");
+  if (std::signbit(value))
+    throw UnitError("expected a non-negative quantity, got '" + std::string(text) + "'");
   return {value, trim(std::string_view(end, text.data() + text.size() - end))};
 }
 
@@ -94,7 +99,9 @@ double parse_quantity(std::string_view text, UnitKind kind) {
     throw UnitError(why + ": expected " + std::string(unit_example(kind)) + ", got '" +
                     std::string(trim(text)) + "'");
   }
-  return value * factor;
+  double quantity = value * factor;
+  if (!std::isfinite(quantity)) throw UnitError("'" + std::string(trim(text)) + "' is out of range");
+  return quantity;
 }
 
 std::string_view unit_example(UnitKind kind) {

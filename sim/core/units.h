@@ -20,7 +20,10 @@ class UnitError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Returns the value in base units: bytes, bytes/s, seconds or FLOP/s.
+// Returns the value in base units: bytes, bytes/s, seconds or FLOP/s, always finite and non-negative.
+// Throws for NaN and infinities ("nanGB", "infTB/s"), a minus sign ("-4GB", "-0B"), a number beyond a
+// double's range ("1e400B") and a product that overflows it ("1e300PB"). Converting the result to an
+// integer count is the caller's job (checked_math.h).
 double parse_quantity(std::string_view text, UnitKind kind);
 
 inline double parse_bytes(std::string_view t) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace kvtier {
 namespace {
 
@@ -40,6 +42,33 @@ TEST(Units, MissingOrWrongUnitIsAnError) {
   EXPECT_THROW(parse_bytes("GB"), UnitError);
   EXPECT_THROW(parse_bytes("-4GB"), UnitError);
   EXPECT_THROW(parse_bytes("nanGB"), UnitError);
+}
+
+// Each of these parsed before: "-0B" as -0 bytes, "1e300PB" as infinity; the others fail as before.
+TEST(Units, NonFiniteNegativeAndOutOfRangeNumbersAreErrors) {
+  auto message = [](std::string_view text, UnitKind kind) -> std::string {
+    try {
+      parse_quantity(text, kind);
+    } catch (const UnitError& e) {
+      return e.what();
+    }
+    return "parsed";
+  };
+  EXPECT_EQ(message("-0B", UnitKind::kBytes), "expected a non-negative quantity, got '-0B'");
+  EXPECT_EQ(message("-0.0 GB/s", UnitKind::kBandwidth), "expected a non-negative quantity, got '-0.0 GB/s'");
+  EXPECT_EQ(message("1e300PB", UnitKind::kBytes), "'1e300PB' is out of range");
+  EXPECT_EQ(message("1e400B", UnitKind::kBytes), "the number in '1e400B' is out of range");
+  EXPECT_EQ(message("infTB/s", UnitKind::kBandwidth),
+            "expected a bandwidth such as 55GB/s or 4.8TB/s, got 'infTB/s'");
+  EXPECT_EQ(message("nanGB", UnitKind::kBytes),
+            "expected a size such as 512GiB, 141GB or 16KiB, got 'nanGB'");
+  EXPECT_EQ(message("NaNs", UnitKind::kDuration),
+            "expected a duration such as 2us, 1.5ms or 20min, got 'NaNs'");
+  // The largest finite products still parse: 1.7e308 B, and 1e293 PB = 1e308 B.
+  EXPECT_DOUBLE_EQ(parse_bytes("1.7e308B"), 1.7e308);
+  EXPECT_DOUBLE_EQ(parse_bytes("1e293PB"), 1e308);
+  EXPECT_DOUBLE_EQ(parse_bytes("0B"), 0);
+  EXPECT_FALSE(std::signbit(parse_bytes("0B")));
 }
 
 TEST(Units, FormattingPicksAReadableScale) {
