@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "calibration.h"
-#include "embedded_files.h"
-#include "platform.h"
+#include "sim/core/calibration.h"
+#include "sim/core/config_files.h"
+#include "sim/engine/simgrid/platform.h"
 
 namespace kvtier {
 namespace {

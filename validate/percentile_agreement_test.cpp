@@ -5,8 +5,8 @@
 
 #include <random>
 
-#include "metrics.h"
-#include "stats.h"
+#include "sim/engine/metrics.h"
+#include "validate/compare/stats.h"
 
 namespace kvtier {
 namespace {

@@ -6,9 +6,9 @@
 #include <gtest/gtest.h>
 
 
-#include "embedded_files.h"
-#include "isolated_run.h"
-#include "simulation.h"
+#include "sim/core/config_files.h"
+#include "sim/engine/isolated_run.h"
+#include "sim/engine/simulation.h"
 
 namespace kvtier {
 namespace {

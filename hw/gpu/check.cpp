@@ -1,4 +1,4 @@
-#include "gpu/check.h"
+#include "hw/gpu/check.h"
 
 #include <algorithm>
 #include <cstdio>

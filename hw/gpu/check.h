@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpu/vendor.h"
+#include "hw/gpu/vendor.h"
 
 namespace kvtier::gpu {
 

@@ -10,7 +10,7 @@
 
 #include <cstdint>
 
-#include "gpu/vendor.h"
+#include "hw/gpu/vendor.h"
 
 #if defined(KVTIER_GPU_HIP)
 #include <hip/hip_fp16.h>

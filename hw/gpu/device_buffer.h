@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "gpu/check.h"
+#include "hw/gpu/check.h"
 
 namespace kvtier::gpu {
 

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "quant_math.h"
-#include "turboquant.h"
+#include "hw/kernels/quant_math.h"
+#include "hw/kernels/turboquant.h"
 
 namespace kvtier::hw {
 

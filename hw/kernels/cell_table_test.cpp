@@ -1,7 +1,7 @@
 // The quantize kernel's cell table (cell_table.h) against the reference's binary search
 // (codebook_index), on the host: each bucket's first, middle and last floats, every boundary and its
 // neighbours, zeros and subnormals of both signs, infinities, NaNs and a million random bit patterns.
-#include "cell_table.h"
+#include "hw/kernels/cell_table.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "int4_group.h"
+#include "hw/kernels/int4_group.h"
 
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "kv_layout.h"
-#include "quant_math.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-#include "quant_math.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier {
 struct Encoding;  // kv_layout.h; declared here so that kernel sources need not parse yaml-cpp

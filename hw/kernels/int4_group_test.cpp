@@ -1,4 +1,4 @@
-#include "int4_group.h"
+#include "hw/kernels/int4_group.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "kv_layout.h"
-#include "quant_math.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -10,11 +10,11 @@
 #include <random>
 #include <vector>
 
-#include "embedded_files.h"
-#include "gpu/device_buffer.h"
-#include "hardware.h"
-#include "kernels_gpu.h"
-#include "kv_layout.h"
+#include "sim/core/config_files.h"
+#include "hw/gpu/device_buffer.h"
+#include "sim/core/hardware.h"
+#include "hw/kernels/kernels_gpu.h"
+#include "sim/core/kv_layout.h"
 
 namespace kvtier::hw {
 namespace {

@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <span>
 
-#include "gpu/vendor.h"
-#include "int4_group.h"
-#include "page_copy.h"
-#include "turboquant.h"
+#include "hw/gpu/vendor.h"
+#include "hw/kernels/int4_group.h"
+#include "hw/kernels/page_copy.h"
+#include "hw/kernels/turboquant.h"
 
 namespace kvtier::hw {
 

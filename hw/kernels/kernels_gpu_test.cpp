@@ -1,5 +1,5 @@
 // The GPU kernels against their CPU references, byte for byte. Skips where no GPU is visible.
-#include "kernels_gpu.h"
+#include "hw/kernels/kernels_gpu.h"
 
 #include <gtest/gtest.h>
 
@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "gpu/check.h"
-#include "gpu/device_buffer.h"
-#include "kv_layout.h"
-#include "quant_math.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device_buffer.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,10 +1,10 @@
-#include "page_copy.h"
+#include "hw/kernels/page_copy.h"
 
 #include <cstring>
 #include <stdexcept>
 #include <string>
 
-#include "kv_layout.h"
+#include "sim/core/kv_layout.h"
 
 namespace kvtier::hw {
 

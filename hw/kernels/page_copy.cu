@@ -6,8 +6,8 @@
 // so that a small page's groups are read with all loads in flight at once instead of group after group.
 #include <cstdint>
 
-#include "gpu/check.h"
-#include "kernels_gpu.h"
+#include "hw/gpu/check.h"
+#include "hw/kernels/kernels_gpu.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,4 +1,4 @@
-#include "page_copy.h"
+#include "hw/kernels/page_copy.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <stdexcept>
 #include <vector>
 
-#include "embedded_files.h"
-#include "kv_layout.h"
-#include "model_card.h"
+#include "sim/core/config_files.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier::hw {
 namespace {

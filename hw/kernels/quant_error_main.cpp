@@ -17,10 +17,10 @@
 #include <string>
 #include <vector>
 
-#include "int4_group.h"
-#include "kv_layout.h"
-#include "quant_math.h"
-#include "turboquant.h"
+#include "hw/kernels/int4_group.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/quant_math.h"
+#include "hw/kernels/turboquant.h"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "quant_math.h"
+#include "hw/kernels/quant_math.h"
 
 #include <gtest/gtest.h>
 

@@ -35,11 +35,11 @@
 #include <stdexcept>
 #include <string>
 
-#include "cell_table.h"
-#include "gpu/check.h"
-#include "gpu/device.h"
-#include "kernels_gpu.h"
-#include "quant_math.h"
+#include "hw/kernels/cell_table.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device.h"
+#include "hw/kernels/kernels_gpu.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

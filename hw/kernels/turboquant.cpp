@@ -1,4 +1,4 @@
-#include "turboquant.h"
+#include "hw/kernels/turboquant.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "kv_layout.h"
-#include "quant_math.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

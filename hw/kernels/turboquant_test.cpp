@@ -1,4 +1,4 @@
-#include "turboquant.h"
+#include "hw/kernels/turboquant.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "quant_math.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,15 +1,15 @@
 // Paged attention kernels (contract in attention.h, work mapping in attention_plan.h).
-#include "attention.h"
+#include "hw/model/attention.h"
 
 #include <cmath>
 #include <stdexcept>
 
-#include "attention_hopper.h"
-#include "attention_params.h"
-#include "attention_plan.h"
-#include "gpu/check.h"
-#include "gpu/device.h"
-#include "quant_math.h"
+#include "hw/model/attention_hopper.h"
+#include "hw/model/attention_params.h"
+#include "hw/model/attention_plan.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

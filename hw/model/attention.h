@@ -13,9 +13,9 @@
 
 #include <cstdint>
 
-#include "attention_plan.h"
-#include "gpu/vendor.h"
-#include "paged_kv.h"
+#include "hw/model/attention_plan.h"
+#include "hw/gpu/vendor.h"
+#include "hw/model/paged_kv.h"
 
 namespace kvtier::hw {
 

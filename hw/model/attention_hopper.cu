@@ -19,7 +19,7 @@
 // Shared memory tiles (Q: 128 rows, K and V: 128 keys, of 128 bf16) are stored as two halves of 64 columns
 // ([half][row][64]); each 128-byte row is 8 chunks of 16 bytes, chunk c of row r at c ^ (r % 8) inside
 // 1024-byte-aligned groups of 8 rows: the 128-byte swizzle that wgmma matrix descriptors name.
-#include "attention_hopper.h"
+#include "hw/model/attention_hopper.h"
 
 #include <cuda.h>
 
@@ -28,8 +28,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "gpu/check.h"
-#include "gpu/device.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device.h"
 
 namespace kvtier::hw {
 namespace {

@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "attention_params.h"
-#include "gpu/vendor.h"
+#include "hw/model/attention_params.h"
+#include "hw/gpu/vendor.h"
 
 namespace kvtier::hw {
 

@@ -3,8 +3,8 @@
 // files only.
 #pragma once
 
-#include "attention_plan.h"
-#include "paged_kv.h"
+#include "hw/model/attention_plan.h"
+#include "hw/model/paged_kv.h"
 
 namespace kvtier::hw {
 

@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "quant_math.h"  // KVTIER_HD
+#include "hw/kernels/quant_math.h"  // KVTIER_HD
 
 namespace kvtier::hw {
 

@@ -1,12 +1,12 @@
 // Elementwise kernels of the forward pass (contract in elementwise.h).
-#include "elementwise.h"
+#include "hw/model/elementwise.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "gpu/check.h"
-#include "gpu/device.h"
-#include "quant_math.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

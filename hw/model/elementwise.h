@@ -12,9 +12,9 @@
 
 #include <cstdint>
 
-#include "gpu/vendor.h"
-#include "paged_kv.h"
-#include "transformer_shape.h"
+#include "hw/gpu/vendor.h"
+#include "hw/model/paged_kv.h"
+#include "hw/model/transformer_shape.h"
 
 namespace kvtier::hw {
 

@@ -1,13 +1,13 @@
-#include "forward.h"
+#include "hw/model/forward.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
 
-#include "attention.h"
-#include "attention_plan.h"
-#include "elementwise.h"
+#include "hw/model/attention.h"
+#include "hw/model/attention_plan.h"
+#include "hw/model/elementwise.h"
 
 namespace kvtier::hw {
 namespace {

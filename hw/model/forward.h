@@ -22,12 +22,12 @@
 #include <span>
 #include <vector>
 
-#include "attention_plan.h"
-#include "gemm.h"
-#include "gpu/device_buffer.h"
-#include "model_reference.h"
-#include "paged_kv.h"
-#include "transformer_shape.h"
+#include "hw/model/attention_plan.h"
+#include "hw/model/gemm.h"
+#include "hw/gpu/device_buffer.h"
+#include "hw/model/model_reference.h"
+#include "hw/model/paged_kv.h"
+#include "hw/model/transformer_shape.h"
 
 namespace kvtier::hw {
 

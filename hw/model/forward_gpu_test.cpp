@@ -1,7 +1,7 @@
 // The forward pass end to end on a small model: a prompt run in one step and the same prompt run in two
 // chunks (the second attending to the first through the paged cache) must give the same logits, up to bf16
 // rounding; decode steps after it must give finite logits. Skips where no GPU is visible.
-#include "forward.h"
+#include "hw/model/forward.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <numeric>
 #include <vector>
 
-#include "gpu/check.h"
-#include "quant_math.h"
+#include "hw/gpu/check.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,9 +1,9 @@
-#include "gemm.h"
+#include "hw/model/gemm.h"
 
 #include <stdexcept>
 #include <string>
 
-#include "gpu/check.h"
+#include "hw/gpu/check.h"
 
 #if defined(KVTIER_GPU_CUDA)
 #include <cublasLt.h>

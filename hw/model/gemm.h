@@ -12,7 +12,7 @@
 #include <memory>
 #include <tuple>
 
-#include "gpu/vendor.h"
+#include "hw/gpu/vendor.h"
 
 namespace kvtier::hw {
 

@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "attention.h"
-#include "attention_plan.h"
-#include "elementwise.h"
-#include "forward.h"
-#include "gpu/check.h"
-#include "gpu/device_buffer.h"
+#include "hw/model/attention.h"
+#include "hw/model/attention_plan.h"
+#include "hw/model/elementwise.h"
+#include "hw/model/forward.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device_buffer.h"
 
 namespace kvtier::hw {
 namespace {

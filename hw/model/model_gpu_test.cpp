@@ -13,14 +13,14 @@
 #include <random>
 #include <vector>
 
-#include "attention.h"
-#include "attention_hopper.h"
-#include "attention_plan.h"
-#include "elementwise.h"
-#include "gpu/check.h"
-#include "gpu/device_buffer.h"
-#include "model_reference.h"
-#include "quant_math.h"
+#include "hw/model/attention.h"
+#include "hw/model/attention_hopper.h"
+#include "hw/model/attention_plan.h"
+#include "hw/model/elementwise.h"
+#include "hw/gpu/check.h"
+#include "hw/gpu/device_buffer.h"
+#include "hw/model/model_reference.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

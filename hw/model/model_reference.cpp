@@ -1,9 +1,9 @@
-#include "model_reference.h"
+#include "hw/model/model_reference.h"
 
 #include <cmath>
 #include <stdexcept>
 
-#include "quant_math.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

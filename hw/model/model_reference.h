@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "paged_kv.h"
-#include "transformer_shape.h"
+#include "hw/model/paged_kv.h"
+#include "hw/model/transformer_shape.h"
 
 namespace kvtier::hw {
 

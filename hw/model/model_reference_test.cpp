@@ -1,5 +1,5 @@
 // The CPU references and the work plan of the model kernels against hand arithmetic (no GPU needed).
-#include "model_reference.h"
+#include "hw/model/model_reference.h"
 
 #include <gtest/gtest.h>
 
@@ -7,10 +7,10 @@
 #include <numeric>
 #include <vector>
 
-#include "attention_plan.h"
-#include "kv_layout.h"
-#include "page_copy.h"
-#include "quant_math.h"
+#include "hw/model/attention_plan.h"
+#include "sim/core/kv_layout.h"
+#include "hw/kernels/page_copy.h"
+#include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
 namespace {

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-#include "slot_allocator.h"
+#include "hw/store/slot_allocator.h"
 
 namespace kvtier::hw {
 

@@ -1,4 +1,4 @@
-#include "batched_slots.h"
+#include "hw/store/batched_slots.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "block_checksum.h"
+#include "hw/store/block_checksum.h"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "block_file.h"
+#include "hw/store/block_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <vector>
 
-#include "store_error.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,9 +1,9 @@
-#include "block_pattern.h"
+#include "hw/store/block_pattern.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "store_error.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

@@ -11,8 +11,8 @@
 #include <span>
 #include <vector>
 
-#include "device_pages.h"
-#include "tiered_store.h"
+#include "hw/store/device_pages.h"
+#include "hw/store/tiered_store.h"
 
 namespace kvtier::hw {
 

@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <span>
 
-#include "block_file.h"
-#include "memory_region.h"
+#include "hw/store/block_file.h"
+#include "hw/store/memory_region.h"
 
 namespace kvtier::hw {
 

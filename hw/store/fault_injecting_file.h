@@ -7,8 +7,8 @@
 #include <memory>
 #include <span>
 
-#include "block_file.h"
-#include "store_error.h"
+#include "hw/store/block_file.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 

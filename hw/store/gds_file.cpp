@@ -1,7 +1,7 @@
-#include "gds_file.h"
+#include "hw/store/gds_file.h"
 
-#include "block_file.h"
-#include "store_error.h"
+#include "hw/store/block_file.h"
+#include "hw/store/store_error.h"
 
 #if defined(KVTIER_HAVE_CUFILE)
 #include <cufile.h>

@@ -1,6 +1,6 @@
-#include "gpu_device_pages.h"
+#include "hw/store/gpu_device_pages.h"
 
-#include "gpu_memory.h"
+#include "hw/store/gpu_memory.h"
 
 namespace kvtier::hw {
 

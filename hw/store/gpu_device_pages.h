@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <span>
 
-#include "device_pages.h"
-#include "hbm_kv_cache.h"
-#include "offload_engine.h"
+#include "hw/store/device_pages.h"
+#include "hw/store/hbm_kv_cache.h"
+#include "hw/store/offload_engine.h"
 
 namespace kvtier::hw {
 

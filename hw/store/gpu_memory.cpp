@@ -1,6 +1,6 @@
-#include "gpu_memory.h"
+#include "hw/store/gpu_memory.h"
 
-#include "gpu/check.h"
+#include "hw/gpu/check.h"
 
 namespace kvtier::hw {
 

@@ -8,8 +8,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "gpu/vendor.h"
-#include "memory_region.h"
+#include "hw/gpu/vendor.h"
+#include "hw/store/memory_region.h"
 
 namespace kvtier::hw {
 

@@ -1,7 +1,7 @@
-#include "hbm_kv_cache.h"
+#include "hw/store/hbm_kv_cache.h"
 
-#include "gpu_memory.h"
-#include "store_error.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 

@@ -12,9 +12,9 @@
 #include <span>
 #include <vector>
 
-#include "memory_region.h"
-#include "page_copy.h"
-#include "slot_allocator.h"
+#include "hw/store/memory_region.h"
+#include "hw/kernels/page_copy.h"
+#include "hw/store/slot_allocator.h"
 
 namespace kvtier::hw {
 

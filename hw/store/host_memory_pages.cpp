@@ -1,9 +1,9 @@
-#include "host_memory_pages.h"
+#include "hw/store/host_memory_pages.h"
 
 #include <cstring>
 #include <string>
 
-#include "store_error.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

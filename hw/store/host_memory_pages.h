@@ -2,7 +2,7 @@
 // no GPU. Copies are memcpy and complete before the call returns; page ids are checked.
 #pragma once
 
-#include "device_pages.h"
+#include "hw/store/device_pages.h"
 
 namespace kvtier::hw {
 

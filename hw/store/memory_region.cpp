@@ -1,9 +1,9 @@
-#include "memory_region.h"
+#include "hw/store/memory_region.h"
 
 #include <cstdlib>
 #include <new>
 
-#include "block_file.h"
+#include "hw/store/block_file.h"
 
 namespace kvtier::hw {
 

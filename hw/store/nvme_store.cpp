@@ -1,12 +1,12 @@
-#include "nvme_store.h"
+#include "hw/store/nvme_store.h"
 
 #include <algorithm>
 #include <mutex>
 #include <unordered_set>
 
-#include "block_checksum.h"
-#include "parallel_for.h"
-#include "store_error.h"
+#include "hw/store/block_checksum.h"
+#include "hw/store/parallel_for.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

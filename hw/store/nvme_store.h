@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "block_file.h"
-#include "slot_allocator.h"
+#include "hw/store/block_file.h"
+#include "hw/store/slot_allocator.h"
 
 namespace kvtier::hw {
 

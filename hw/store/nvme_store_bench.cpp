@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <random>
 
-#include "memory_region.h"
-#include "nvme_store.h"
+#include "hw/store/memory_region.h"
+#include "hw/store/nvme_store.h"
 
 namespace kvtier::hw {
 namespace {

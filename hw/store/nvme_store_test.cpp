@@ -1,4 +1,4 @@
-#include "nvme_store.h"
+#include "hw/store/nvme_store.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <random>
 
-#include "fault_injecting_file.h"
-#include "memory_region.h"
-#include "store_error.h"
+#include "hw/store/fault_injecting_file.h"
+#include "hw/store/memory_region.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,11 +1,11 @@
-#include "offload_engine.h"
+#include "hw/store/offload_engine.h"
 
 #include <algorithm>
 #include <string>
 
-#include "gpu_memory.h"
-#include "kernels_gpu.h"
-#include "store_error.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/kernels/kernels_gpu.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 

@@ -20,9 +20,9 @@
 #include <span>
 #include <vector>
 
-#include "gpu/device_buffer.h"
-#include "hbm_kv_cache.h"
-#include "memory_region.h"
+#include "hw/gpu/device_buffer.h"
+#include "hw/store/hbm_kv_cache.h"
+#include "hw/store/memory_region.h"
 
 namespace kvtier::hw {
 

@@ -1,16 +1,16 @@
 // GPU tests of the offload engine; they skip where no GPU is visible (CI).
-#include "offload_engine.h"
+#include "hw/store/offload_engine.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <random>
 
-#include "block_file.h"
-#include "gpu/check.h"
-#include "gpu_memory.h"
-#include "page_pool.h"
-#include "store_error.h"
+#include "hw/store/block_file.h"
+#include "hw/gpu/check.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/page_pool.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 namespace {

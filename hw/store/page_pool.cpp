@@ -1,6 +1,6 @@
-#include "page_pool.h"
+#include "hw/store/page_pool.h"
 
-#include "store_error.h"
+#include "hw/store/store_error.h"
 
 namespace kvtier::hw {
 

@@ -12,8 +12,8 @@
 #include <span>
 #include <vector>
 
-#include "memory_region.h"
-#include "slot_allocator.h"
+#include "hw/store/memory_region.h"
+#include "hw/store/slot_allocator.h"
 
 namespace kvtier::hw {
 

@@ -1,4 +1,4 @@
-#include "slot_allocator.h"
+#include "hw/store/slot_allocator.h"
 
 #include <cassert>
 

@@ -1,4 +1,4 @@
-#include "store_error.h"
+#include "hw/store/store_error.h"
 
 #include <cstring>
 

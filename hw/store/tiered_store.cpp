@@ -1,4 +1,4 @@
-#include "tiered_store.h"
+#include "hw/store/tiered_store.h"
 
 #include <algorithm>
 #include <cstring>

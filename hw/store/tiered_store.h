@@ -33,13 +33,13 @@
 #include <unordered_set>
 #include <vector>
 
-#include "batched_slots.h"
-#include "device_pages.h"
-#include "medium.h"
-#include "nvme_store.h"
-#include "store_error.h"
-#include "tiered_cache.h"
-#include "transfer_batch.h"
+#include "hw/store/batched_slots.h"
+#include "hw/store/device_pages.h"
+#include "sim/core/medium.h"
+#include "hw/store/nvme_store.h"
+#include "hw/store/store_error.h"
+#include "sim/cache/tiered_cache.h"
+#include "hw/store/transfer_batch.h"
 
 namespace kvtier::hw {
 

@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
-#include "fault_injecting_file.h"
-#include "host_memory_pages.h"
-#include "tiered_store.h"
-#include "tiered_store_test_support.h"
+#include "hw/store/fault_injecting_file.h"
+#include "hw/store/host_memory_pages.h"
+#include "hw/store/tiered_store.h"
+#include "hw/store/tiered_store_test_support.h"
 
 namespace kvtier::hw {
 namespace {

@@ -2,10 +2,10 @@
 // hit-count checks as the CPU reference's tests. Skips where no GPU is visible (CI).
 #include <gtest/gtest.h>
 
-#include "gpu/check.h"
-#include "gpu_device_pages.h"
-#include "tiered_store.h"
-#include "tiered_store_test_support.h"
+#include "hw/gpu/check.h"
+#include "hw/store/gpu_device_pages.h"
+#include "hw/store/tiered_store.h"
+#include "hw/store/tiered_store_test_support.h"
 
 namespace kvtier::hw {
 namespace {
@@ -43,7 +43,7 @@ INSTANTIATE_TEST_SUITE_P(Configs, TieredStoreGpuTest,
 TEST(TieredStoreGpu, MooncakeSampleReadsBackAndMatchesTheCacheModel) {
   if (gpu::visible_device_count() == 0) GTEST_SKIP() << "no GPU visible: GpuDevicePages needs one";
   const std::vector<Request> requests = mooncake_slice(2000);
-  if (requests.empty()) GTEST_SKIP() << "../shared/traces/mooncake-conversation-first2000.jsonl is absent";
+  if (requests.empty()) FAIL() << "traces/mooncake-conversation-first2000.jsonl is missing from the source root";
   const std::vector<TierSpec> tiers = tier_configs(48, 512, 1536, kGpuBytesPerToken)[1].tiers;  // exclusive
   ScratchDirectory dir("gpu-mooncake");
   GpuDevicePages device(kGroupBytes, 48 + kSpare);

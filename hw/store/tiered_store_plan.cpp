@@ -13,7 +13,7 @@
 // from HBM, where its bytes arrive only at the end of the batch.
 #include <stdexcept>
 
-#include "tiered_store.h"
+#include "hw/store/tiered_store.h"
 
 namespace kvtier::hw {
 

@@ -1,6 +1,6 @@
 // TieredStore on the CPU reference (HostMemoryPages) with a real NVMe store in a temp directory: data
 // integrity through the tiers and hit counts equal to the plain cache model's, request by request.
-#include "tiered_store.h"
+#include "hw/store/tiered_store.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iostream>
 
-#include "embedded_files.h"
-#include "host_memory_pages.h"
-#include "tiered_store_test_support.h"
+#include "sim/core/config_files.h"
+#include "hw/store/host_memory_pages.h"
+#include "hw/store/tiered_store_test_support.h"
 
 namespace kvtier::hw {
 namespace {
@@ -63,7 +63,7 @@ TEST(TieredStore, InclusiveHierarchyMovesBlocksAlongEveryPath) {
 // The shared Mooncake sample's reuse distances are long: hits from DRAM need most of its 2,000 requests.
 TEST(TieredStore, MooncakeSampleReadsBackAndMatchesTheCacheModel) {
   const std::vector<Request> requests = mooncake_slice(2000);
-  if (requests.empty()) GTEST_SKIP() << "../shared/traces/mooncake-conversation-first2000.jsonl is absent";
+  if (requests.empty()) FAIL() << "traces/mooncake-conversation-first2000.jsonl is missing from the source root";
   const auto configs = tier_configs(48, 512, 1536);
   for (const TierConfig& config : {configs[1], configs[3]}) {  // exclusive, DRAM written through
     SCOPED_TRACE(config.name);

@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "block_pattern.h"
-#include "cache_test_support.h"
-#include "store_error.h"
-#include "tiered_store.h"
-#include "trace_reader.h"
+#include "hw/store/block_pattern.h"
+#include "sim/cache/cache_test_support.h"
+#include "hw/store/store_error.h"
+#include "hw/store/tiered_store.h"
+#include "sim/workload/trace_reader.h"
 
 namespace kvtier::hw::testing {
 
@@ -116,9 +116,9 @@ inline std::unique_ptr<NvmeStore> nvme_for(const std::vector<TierSpec>& tiers, c
 
 inline constexpr TieredStoreOptions kTestOptions{.staging_pages = 4, .spare_dram_pages = kSpare};
 
-// The first `count` requests of the shared Mooncake sample; empty when ../shared is absent.
+// The first `count` requests of the Mooncake sample in traces/; empty when it cannot be read.
 inline std::vector<Request> mooncake_slice(int64_t count) {
-  const std::string path = "../shared/traces/mooncake-conversation-first2000.jsonl";
+  const std::string path = "traces/mooncake-conversation-first2000.jsonl";
   std::vector<Request> requests;
   if (!std::filesystem::exists(path)) return requests;
   auto stream = open_trace(path, TraceReadOptions{});

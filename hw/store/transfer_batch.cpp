@@ -1,4 +1,4 @@
-#include "transfer_batch.h"
+#include "hw/store/transfer_batch.h"
 
 #include <algorithm>
 

@@ -22,8 +22,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "device_pages.h"
-#include "nvme_store.h"
+#include "hw/store/device_pages.h"
+#include "hw/store/nvme_store.h"
 
 namespace kvtier::hw {
 

@@ -1,8 +1,8 @@
-#include "transfer_batch.h"
+#include "hw/store/transfer_batch.h"
 
 #include <gtest/gtest.h>
 
-#include "host_memory_pages.h"
+#include "hw/store/host_memory_pages.h"
 
 namespace kvtier::hw {
 namespace {

@@ -2,8 +2,8 @@
 #include <chrono>
 #include <cstring>
 
-#include "store_error.h"
-#include "transfer_batch.h"
+#include "hw/store/store_error.h"
+#include "hw/store/transfer_batch.h"
 
 namespace kvtier::hw {
 namespace {

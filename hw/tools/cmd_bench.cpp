@@ -2,11 +2,11 @@
 #include <cstdio>
 #include <memory>
 
-#include "commands.h"
-#include "gpu/check.h"
-#include "offload_bench.h"
-#include "tool_support.h"
-#include "units.h"
+#include "hw/tools/hw_commands.h"
+#include "hw/gpu/check.h"
+#include "hw/tools/offload_bench.h"
+#include "hw/tools/tool_support.h"
+#include "sim/core/units.h"
 
 namespace kvtier::hw {
 namespace {

@@ -2,17 +2,17 @@
 #include <cstdio>
 #include <memory>
 
-#include "calibration.h"
-#include "commands.h"
-#include "copy_probe.h"
-#include "disk_probe.h"
-#include "embedded_files.h"
-#include "gemm_probe.h"
-#include "gpu/check.h"
-#include "kernel_probe.h"
-#include "model_card.h"
-#include "tool_support.h"
-#include "units.h"
+#include "hw/tools/calibration_run.h"
+#include "hw/tools/hw_commands.h"
+#include "hw/tools/copy_probe.h"
+#include "hw/tools/disk_probe.h"
+#include "sim/core/config_files.h"
+#include "hw/tools/gemm_probe.h"
+#include "hw/gpu/check.h"
+#include "hw/tools/kernel_probe.h"
+#include "sim/core/model_card.h"
+#include "hw/tools/tool_support.h"
+#include "sim/core/units.h"
 
 namespace kvtier::hw {
 namespace {

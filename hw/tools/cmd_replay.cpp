@@ -4,11 +4,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "commands.h"
-#include "gpu/check.h"
-#include "replay.h"
-#include "tool_support.h"
-#include "units.h"
+#include "hw/tools/hw_commands.h"
+#include "hw/gpu/check.h"
+#include "hw/tools/store_replay.h"
+#include "hw/tools/tool_support.h"
+#include "sim/core/units.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,10 +1,10 @@
-#include "copy_probe.h"
+#include "hw/tools/copy_probe.h"
 
 #include <algorithm>
 
-#include "event_timer.h"
-#include "gpu/device_buffer.h"
-#include "gpu_memory.h"
+#include "hw/tools/event_timer.h"
+#include "hw/gpu/device_buffer.h"
+#include "hw/store/gpu_memory.h"
 
 namespace kvtier::hw {
 

@@ -8,12 +8,12 @@
 #include <random>
 #include <tuple>
 
-#include "gds_file.h"
-#include "gpu_memory.h"
-#include "nvme_store.h"
-#include "offload_bench.h"
-#include "page_pool.h"
-#include "tool_support.h"
+#include "hw/store/gds_file.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/nvme_store.h"
+#include "hw/tools/offload_bench.h"
+#include "hw/store/page_pool.h"
+#include "hw/tools/tool_support.h"
 
 namespace kvtier::hw {
 namespace {

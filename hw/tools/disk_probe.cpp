@@ -1,4 +1,4 @@
-#include "disk_probe.h"
+#include "hw/tools/disk_probe.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,9 @@
 #include <random>
 #include <stdexcept>
 
-#include "block_file.h"
-#include "memory_region.h"
-#include "parallel_for.h"
+#include "hw/store/block_file.h"
+#include "hw/store/memory_region.h"
+#include "hw/store/parallel_for.h"
 
 namespace kvtier::hw {
 namespace {

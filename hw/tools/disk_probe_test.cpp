@@ -1,4 +1,4 @@
-#include "disk_probe.h"
+#include "hw/tools/disk_probe.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

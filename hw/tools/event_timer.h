@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "gpu/device_buffer.h"
+#include "hw/gpu/device_buffer.h"
 
 namespace kvtier::hw {
 

@@ -1,11 +1,11 @@
-#include "gemm_probe.h"
+#include "hw/tools/gemm_probe.h"
 
 #include <algorithm>
 #include <stdexcept>
 
-#include "event_timer.h"
-#include "gpu_memory.h"
-#include "tool_support.h"
+#include "hw/tools/event_timer.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/tools/tool_support.h"
 
 #if defined(KVTIER_GPU_CUDA)
 #include <cublas_v2.h>

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "model_card.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier::hw {
 

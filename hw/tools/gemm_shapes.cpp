@@ -1,7 +1,7 @@
 #include <cmath>
 
-#include "config.h"
-#include "gemm_probe.h"
+#include "sim/core/config.h"
+#include "hw/tools/gemm_probe.h"
 
 namespace kvtier::hw {
 

@@ -1,14 +1,14 @@
-#include "kernel_probe.h"
+#include "hw/tools/kernel_probe.h"
 
 #include <algorithm>
 #include <numeric>
 #include <random>
 
-#include "event_timer.h"
-#include "gpu_memory.h"
-#include "hbm_kv_cache.h"
-#include "kernels_gpu.h"
-#include "tool_support.h"
+#include "hw/tools/event_timer.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/hbm_kv_cache.h"
+#include "hw/kernels/kernels_gpu.h"
+#include "hw/tools/tool_support.h"
 
 namespace kvtier::hw {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "calibration.h"
+#include "hw/tools/calibration_run.h"
 
 namespace kvtier::hw {
 

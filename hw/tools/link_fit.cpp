@@ -1,4 +1,4 @@
-#include "link_fit.h"
+#include "hw/tools/link_fit.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "offload_bench.h"
+#include "hw/tools/offload_bench.h"
 
 #include <unistd.h>
 
@@ -9,12 +9,12 @@
 #include <numeric>
 #include <random>
 
-#include "copy_probe.h"
-#include "gpu_memory.h"
-#include "hbm_kv_cache.h"
-#include "offload_engine.h"
-#include "page_pool.h"
-#include "tool_support.h"
+#include "hw/tools/copy_probe.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/hbm_kv_cache.h"
+#include "hw/store/offload_engine.h"
+#include "hw/store/page_pool.h"
+#include "hw/tools/tool_support.h"
 
 namespace kvtier::hw {
 namespace {

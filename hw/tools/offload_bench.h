@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "disk_probe.h"
+#include "hw/tools/disk_probe.h"
 
 namespace kvtier::hw {
 

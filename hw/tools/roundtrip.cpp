@@ -1,4 +1,4 @@
-#include "roundtrip.h"
+#include "hw/tools/roundtrip.h"
 
 #include <unistd.h>
 
@@ -9,15 +9,15 @@
 #include <numeric>
 #include <random>
 
-#include "embedded_files.h"
-#include "gpu/check.h"
-#include "gpu_memory.h"
-#include "hbm_kv_cache.h"
-#include "kv_layout.h"
-#include "model_card.h"
-#include "nvme_store.h"
-#include "offload_engine.h"
-#include "page_pool.h"
+#include "sim/core/config_files.h"
+#include "hw/gpu/check.h"
+#include "hw/store/gpu_memory.h"
+#include "hw/store/hbm_kv_cache.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/model_card.h"
+#include "hw/store/nvme_store.h"
+#include "hw/store/offload_engine.h"
+#include "hw/store/page_pool.h"
 
 namespace kvtier::hw {
 namespace {

@@ -1,4 +1,4 @@
-#include "tool_support.h"
+#include "hw/tools/tool_support.h"
 
 #include <cstdio>
 #include <cstring>
@@ -7,10 +7,10 @@
 #include <random>
 #include <stdexcept>
 
-#include "checked_math.h"
-#include "config.h"
-#include "gpu/check.h"
-#include "units.h"
+#include "sim/core/checked_math.h"
+#include "sim/core/config.h"
+#include "hw/gpu/check.h"
+#include "sim/core/units.h"
 
 namespace kvtier::hw {
 namespace {

@@ -8,8 +8,8 @@
 
 #include <cmath>
 
-#include "cache_test_support.h"
-#include "hit_rate.h"
+#include "sim/cache/cache_test_support.h"
+#include "sim/cache/hit_rate.h"
 
 namespace kvtier {
 namespace {

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "request.h"
-#include "tier_spec.h"
+#include "sim/workload/request.h"
+#include "sim/cache/tier_spec.h"
 
 namespace kvtier::testing {
 

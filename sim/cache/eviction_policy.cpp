@@ -1,4 +1,4 @@
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 #include <array>
 #include <utility>

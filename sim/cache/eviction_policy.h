@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "slot_lists.h"
+#include "sim/cache/slot_lists.h"
 
 namespace kvtier {
 

@@ -1,5 +1,5 @@
 // Each policy against hand-worked sequences, and the hold contract under random operations.
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
-#include "hit_rate.h"
+#include "sim/cache/hit_rate.h"
 
 #include <algorithm>
 #include <span>
 
-#include "checked_math.h"
+#include "sim/core/checked_math.h"
 
 namespace kvtier {
 

@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "cache_event.h"
-#include "lru_curve.h"
-#include "request.h"
-#include "tier_spec.h"
-#include "tiered_cache.h"
+#include "sim/cache/cache_event.h"
+#include "sim/cache/lru_curve.h"
+#include "sim/workload/request.h"
+#include "sim/cache/tier_spec.h"
+#include "sim/cache/tiered_cache.h"
 
 namespace kvtier {
 

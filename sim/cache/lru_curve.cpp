@@ -1,4 +1,4 @@
-#include "lru_curve.h"
+#include "sim/cache/lru_curve.h"
 
 #include <algorithm>
 #include <limits>

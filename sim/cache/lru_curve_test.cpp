@@ -1,5 +1,5 @@
 // The one-pass LRU curve against hand arithmetic, a slow move-to-front reference, and the tiered cache.
-#include "lru_curve.h"
+#include "sim/cache/lru_curve.h"
 
 #include <gtest/gtest.h>
 
@@ -7,8 +7,8 @@
 #include <limits>
 #include <list>
 
-#include "cache_test_support.h"
-#include "hit_rate.h"
+#include "sim/cache/cache_test_support.h"
+#include "sim/cache/hit_rate.h"
 
 namespace kvtier {
 namespace {

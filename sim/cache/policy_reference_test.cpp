@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "arc_reference.h"
-#include "eviction_policy.h"
-#include "s3fifo_reference.h"
+#include "sim/cache/arc_reference.h"
+#include "sim/cache/eviction_policy.h"
+#include "sim/cache/s3fifo_reference.h"
 
 namespace kvtier {
 namespace {

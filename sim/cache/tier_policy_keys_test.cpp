@@ -2,8 +2,8 @@
 // recency_order; defaults, values and located errors.
 #include <gtest/gtest.h>
 
-#include "embedded_files.h"
-#include "tier_spec.h"
+#include "sim/core/config_files.h"
+#include "sim/cache/tier_spec.h"
 
 namespace kvtier {
 namespace {

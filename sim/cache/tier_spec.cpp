@@ -1,10 +1,10 @@
-#include "tier_spec.h"
+#include "sim/cache/tier_spec.h"
 
 #include <map>
 #include <set>
 
-#include "checked_math.h"
-#include "embedded_files.h"
+#include "sim/core/checked_math.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

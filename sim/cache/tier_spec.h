@@ -23,13 +23,13 @@
 #include <string>
 #include <vector>
 
-#include "breakeven.h"
-#include "config.h"
-#include "eviction_policy.h"
-#include "hardware.h"
-#include "kv_layout.h"
-#include "medium.h"
-#include "model_card.h"
+#include "sim/core/breakeven.h"
+#include "sim/core/config.h"
+#include "sim/cache/eviction_policy.h"
+#include "sim/core/hardware.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/medium.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier {
 

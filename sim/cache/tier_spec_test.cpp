@@ -1,9 +1,9 @@
 // Tier configuration: sizes from layouts, defaults, and errors that name the file, line and key.
-#include "tier_spec.h"
+#include "sim/cache/tier_spec.h"
 
 #include <gtest/gtest.h>
 
-#include "embedded_files.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

@@ -1,4 +1,4 @@
-#include "tiered_cache.h"
+#include "sim/cache/tiered_cache.h"
 
 #include <bit>
 #include <stdexcept>

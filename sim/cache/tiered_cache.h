@@ -27,9 +27,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cache_event.h"
-#include "eviction_policy.h"
-#include "tier_spec.h"
+#include "sim/cache/cache_event.h"
+#include "sim/cache/eviction_policy.h"
+#include "sim/cache/tier_spec.h"
 
 namespace kvtier {
 

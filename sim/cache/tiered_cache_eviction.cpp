@@ -1,6 +1,6 @@
 // The eviction side of TieredCache: making room, demoting or dropping victims, write-through copies, and
 // prefix-aware removal of blocks whose parent left the hierarchy.
-#include "tiered_cache.h"
+#include "sim/cache/tiered_cache.h"
 
 namespace kvtier {
 

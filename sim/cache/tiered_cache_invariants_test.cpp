@@ -11,8 +11,8 @@
 #include <random>
 #include <set>
 
-#include "cache_test_support.h"
-#include "tiered_cache.h"
+#include "sim/cache/cache_test_support.h"
+#include "sim/cache/tiered_cache.h"
 
 namespace kvtier {
 namespace {

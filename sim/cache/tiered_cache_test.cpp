@@ -1,10 +1,10 @@
 // The tiered cache on hand-worked sequences: prefix hits, pinning, promotion, demotion with quantization,
 // placement and write modes, admission filters, capacity changes, prefix-aware eviction.
-#include "tiered_cache.h"
+#include "sim/cache/tiered_cache.h"
 
 #include <gtest/gtest.h>
 
-#include "cache_test_support.h"
+#include "sim/cache/cache_test_support.h"
 
 namespace kvtier {
 namespace {

@@ -1,6 +1,6 @@
 // Numbers on the command line and in the files it names: the checks of cli_numbers.h on an app built
 // here, and the kvtier binary on inputs that used to overflow or turn into NaN and still exit 0.
-#include "cli_numbers.h"
+#include "sim/core/cli_numbers.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -12,7 +12,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "output.h"
+#include "sim/cli/output.h"
 
 namespace kvtier {
 namespace {

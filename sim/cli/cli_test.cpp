@@ -85,7 +85,7 @@ TEST(Cli, BreakevenNeedsARateSource) {
   EXPECT_NE(r.out.find("--hardware"), std::string::npos) << r.out;
 }
 
-const char* kMooncakeSample = "../shared/traces/mooncake-conversation-first2000.jsonl";
+const char* kMooncakeSample = "traces/mooncake-conversation-first2000.jsonl";
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -93,7 +93,7 @@ std::string read_file(const std::string& path) {
 }
 
 TEST(Cli, TraceStatsAndHitrateAgreeOnTheMooncakeSample) {
-  if (!std::filesystem::exists(kMooncakeSample)) GTEST_SKIP() << kMooncakeSample << " is absent";
+  if (!std::filesystem::exists(kMooncakeSample)) FAIL() << kMooncakeSample << " is missing from the source root";
   CliResult stats = run_kvtier(std::string("trace stats ") + kMooncakeSample + " --format json");
   ASSERT_EQ(stats.exit_code, 0) << stats.out;
   auto s = nlohmann::json::parse(stats.out);

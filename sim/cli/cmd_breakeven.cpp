@@ -2,12 +2,12 @@
 #include <iostream>
 #include <optional>
 
-#include "breakeven.h"
-#include "checked_math.h"
-#include "commands.h"
-#include "embedded_files.h"
-#include "output.h"
-#include "units.h"
+#include "sim/core/breakeven.h"
+#include "sim/core/checked_math.h"
+#include "sim/cli/commands.h"
+#include "sim/core/config_files.h"
+#include "sim/cli/output.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 namespace {

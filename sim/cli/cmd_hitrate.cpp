@@ -4,14 +4,14 @@
 #include <iostream>
 #include <limits>
 
-#include "checked_math.h"
-#include "commands.h"
-#include "embedded_files.h"
-#include "hit_rate.h"
-#include "hit_rate_plot.h"
-#include "output.h"
-#include "trace_reader.h"
-#include "units.h"
+#include "sim/core/checked_math.h"
+#include "sim/cli/commands.h"
+#include "sim/core/config_files.h"
+#include "sim/cache/hit_rate.h"
+#include "sim/app/hit_rate_plot.h"
+#include "sim/cli/output.h"
+#include "sim/workload/trace_reader.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 namespace {

@@ -1,11 +1,11 @@
 // `kvtier kv`: the KV layout of a model under one or more precision presets.
 #include <iostream>
 
-#include "commands.h"
-#include "embedded_files.h"
-#include "kv_layout.h"
-#include "output.h"
-#include "units.h"
+#include "sim/cli/commands.h"
+#include "sim/core/config_files.h"
+#include "sim/core/kv_layout.h"
+#include "sim/cli/output.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 namespace {

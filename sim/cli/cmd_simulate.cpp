@@ -6,17 +6,18 @@
 
 #include <filesystem>
 #include <iostream>
+#include <thread>
 
-#include "checked_file.h"
-#include "commands.h"
-#include "embedded_files.h"
-#include "isolated_run.h"
-#include "matplotlib.h"
-#include "output.h"
-#include "output_folder.h"
-#include "preflight.h"
-#include "simulation.h"
-#include "simulation_report.h"
+#include "sim/core/checked_file.h"
+#include "sim/cli/commands.h"
+#include "sim/core/config_files.h"
+#include "sim/engine/isolated_run.h"
+#include "sim/app/plot_runner.h"
+#include "sim/cli/output.h"
+#include "sim/cli/output_folder.h"
+#include "sim/engine/preflight.h"
+#include "sim/engine/simulation.h"
+#include "sim/cli/simulation_report.h"
 
 namespace kvtier {
 namespace {

@@ -7,14 +7,14 @@
 #include <fstream>
 #include <iostream>
 
-#include "agent_workload.h"
-#include "commands.h"
-#include "embedded_files.h"
-#include "output.h"
-#include "trace_convert.h"
-#include "trace_input.h"
-#include "trace_reader.h"
-#include "trace_stats.h"
+#include "sim/workload/agent_workload.h"
+#include "sim/cli/commands.h"
+#include "sim/core/config_files.h"
+#include "sim/cli/output.h"
+#include "sim/workload/trace_convert.h"
+#include "sim/workload/trace_input.h"
+#include "sim/workload/trace_reader.h"
+#include "sim/workload/trace_stats.h"
 
 namespace kvtier {
 namespace {

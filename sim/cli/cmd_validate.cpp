@@ -6,12 +6,12 @@
 #include <filesystem>
 #include <iostream>
 
-#include "checked_file.h"
-#include "commands.h"
-#include "comparison.h"
-#include "matplotlib.h"
-#include "output.h"
-#include "units.h"
+#include "sim/core/checked_file.h"
+#include "sim/cli/commands.h"
+#include "validate/compare/comparison.h"
+#include "sim/app/plot_runner.h"
+#include "sim/cli/output.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 namespace {

@@ -1,4 +1,4 @@
-#include "output.h"
+#include "sim/cli/output.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "output_folder.h"
+#include "sim/cli/output_folder.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -11,8 +11,8 @@
 #include <stdexcept>
 #include <vector>
 
-#include "checked_file.h"
-#include "config.h"
+#include "sim/core/checked_file.h"
+#include "sim/core/config.h"
 
 namespace fs = std::filesystem;
 

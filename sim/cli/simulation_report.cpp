@@ -1,11 +1,11 @@
-#include "simulation_report.h"
+#include "sim/cli/simulation_report.h"
 
 #include <algorithm>
 #include <functional>
 #include <sstream>
 
-#include "output.h"
-#include "units.h"
+#include "sim/cli/output.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 namespace {

@@ -90,6 +90,7 @@ TEST(TraceInput, SimulateReadsStdinOnceForEveryVariant) {
       "variants:\n  - {name: a}\n  - {name: b, set: {instance.max_batch_tokens: 4096}}\n");
   std::string path = write_temp("simulate.jsonl", mooncake_trace());
   std::string out = (std::filesystem::temp_directory_path() / "kvtier_cli_input_sim").string();
+  std::filesystem::remove_all(out);  // an earlier run's folder would be refused without --force
   CliResult r = run_shell("cat " + path + " | $KVTIER simulate " + scenario +
                           " --trace - --jobs 2 --no-plots --out " + out + " --format json");
   ASSERT_EQ(r.exit_code, 0) << r.out;

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "compare_test_support.h"
+#include "validate/compare/compare_test_support.h"
 
 namespace kvtier {
 namespace {

@@ -1,8 +1,8 @@
-#include "breakeven.h"
+#include "sim/core/breakeven.h"
 
 #include <algorithm>
 
-#include "checked_math.h"
+#include "sim/core/checked_math.h"
 
 namespace kvtier {
 namespace {

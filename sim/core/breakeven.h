@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "cost_model.h"
-#include "hardware.h"
-#include "kv_layout.h"
-#include "medium.h"
+#include "sim/core/cost_model.h"
+#include "sim/core/hardware.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/medium.h"
 
 namespace kvtier {
 

@@ -14,10 +14,10 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "hardware.h"
-#include "kv_layout.h"
-#include "model_card.h"
+#include "sim/core/config.h"
+#include "sim/core/hardware.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier {
 

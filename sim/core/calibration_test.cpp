@@ -1,11 +1,11 @@
-#include "calibration.h"
+#include "sim/core/calibration.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <functional>
 
-#include "embedded_files.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

@@ -1,4 +1,4 @@
-#include "checked_file.h"
+#include "sim/core/checked_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // CheckedFile against real failures: /dev/full refuses every write with ENOSPC, a missing folder refuses
 // the open, and what succeeds must arrive byte for byte.
-#include "checked_file.h"
+#include "sim/core/checked_file.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

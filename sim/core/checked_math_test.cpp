@@ -1,4 +1,4 @@
-#include "checked_math.h"
+#include "sim/core/checked_math.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "cli_numbers.h"
+#include "sim/core/cli_numbers.h"
 
 #include <cmath>
 #include <cstdint>
 #include <iostream>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier {
 namespace {

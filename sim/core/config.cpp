@@ -1,4 +1,4 @@
-#include "config.h"
+#include "sim/core/config.h"
 
 #include <algorithm>
 #include <charconv>

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "units.h"
+#include "sim/core/units.h"
 
 namespace kvtier {
 

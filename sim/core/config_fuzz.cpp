@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "hardware.h"
-#include "kv_layout.h"
-#include "model_card.h"
+#include "sim/core/hardware.h"
+#include "sim/core/kv_layout.h"
+#include "sim/core/model_card.h"
 
 namespace {
 

@@ -1,12 +1,12 @@
-#include "config.h"
+#include "sim/core/config.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
-#include "embedded_files.h"
-#include "hardware.h"
-#include "model_card.h"
+#include "sim/core/config_files.h"
+#include "sim/core/hardware.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier {
 namespace {

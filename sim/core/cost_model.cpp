@@ -1,9 +1,9 @@
-#include "cost_model.h"
+#include "sim/core/cost_model.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier {
 

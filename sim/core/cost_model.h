@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <optional>
 
-#include "hardware.h"
-#include "model_card.h"
+#include "sim/core/hardware.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier {
 

@@ -1,4 +1,4 @@
-#include "cost_model.h"
+#include "sim/core/cost_model.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <fstream>
 
-#include "breakeven.h"
-#include "embedded_files.h"
+#include "sim/core/breakeven.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

@@ -1,4 +1,4 @@
-#include "hardware.h"
+#include "sim/core/hardware.h"
 
 namespace kvtier {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier {
 

@@ -1,9 +1,9 @@
-#include "kv_layout.h"
+#include "sim/core/kv_layout.h"
 
 #include <filesystem>
 #include <map>
 
-#include "checked_math.h"
+#include "sim/core/checked_math.h"
 
 namespace kvtier {
 namespace {

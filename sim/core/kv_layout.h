@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
-#include "model_card.h"
+#include "sim/core/config.h"
+#include "sim/core/model_card.h"
 
 namespace kvtier {
 

@@ -2,8 +2,8 @@
 // every preset layout. The target is the whole command under 50 ms.
 #include <benchmark/benchmark.h>
 
-#include "embedded_files.h"
-#include "kv_layout.h"
+#include "sim/core/config_files.h"
+#include "sim/core/kv_layout.h"
 
 namespace kvtier {
 namespace {

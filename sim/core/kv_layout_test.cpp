@@ -1,11 +1,11 @@
-#include "kv_layout.h"
+#include "sim/core/kv_layout.h"
 
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <functional>
 
-#include "embedded_files.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

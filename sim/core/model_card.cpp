@@ -1,6 +1,6 @@
-#include "model_card.h"
+#include "sim/core/model_card.h"
 
-#include "checked_math.h"
+#include "sim/core/checked_math.h"
 
 namespace kvtier {
 namespace {

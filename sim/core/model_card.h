@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier {
 

@@ -1,4 +1,4 @@
-#include "units.h"
+#include "sim/core/units.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "isolated_run.h"
+#include "sim/engine/isolated_run.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -14,7 +14,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier {
 namespace {

@@ -1,6 +1,6 @@
 // run_isolated's children against failures and signals: none is left running, whatever ends the run,
 // and the signal handlers come back as they were.
-#include "isolated_run.h"
+#include "sim/engine/isolated_run.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "metrics.h"
+#include "sim/engine/metrics.h"
 
 #include <algorithm>
 #include <cmath>

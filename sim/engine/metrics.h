@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "request_record.h"
+#include "sim/serving/request_record.h"
 
 namespace kvtier {
 

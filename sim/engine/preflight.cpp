@@ -1,4 +1,4 @@
-#include "preflight.h"
+#include "sim/engine/preflight.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,10 +7,10 @@
 #include <limits>
 #include <sstream>
 
-#include "cost_model.h"
-#include "embedded_files.h"
-#include "trace_input.h"
-#include "workload.h"
+#include "sim/core/cost_model.h"
+#include "sim/core/config_files.h"
+#include "sim/workload/trace_input.h"
+#include "sim/engine/workload.h"
 
 namespace kvtier {
 namespace {

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "scenario.h"
+#include "sim/engine/scenario.h"
 
 namespace kvtier {
 

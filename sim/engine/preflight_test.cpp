@@ -1,6 +1,6 @@
 // Preflight against hand-computed sizes: traces read through in the parent with located errors, and runs
 // too big for a small, fake amount of memory (never the machine's) refused with the key that makes them so.
-#include "preflight.h"
+#include "sim/engine/preflight.h"
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,10 @@
-#include "scenario.h"
+#include "sim/engine/scenario.h"
 
 #include <cmath>
 #include <map>
 
-#include "embedded_files.h"
-#include "workload.h"
+#include "sim/core/config_files.h"
+#include "sim/engine/workload.h"
 
 namespace kvtier {
 namespace {

@@ -18,13 +18,12 @@
 #include <utility>
 #include <vector>
 
-#include "calibration.h"
-#include "config.h"
-#include "hardware.h"
-#include "metrics.h"
-#include "model_card.h"
-#include "platform.h"
-#include "tier_spec.h"
+#include "sim/core/calibration.h"
+#include "sim/core/config.h"
+#include "sim/core/hardware.h"
+#include "sim/engine/metrics.h"
+#include "sim/core/model_card.h"
+#include "sim/cache/tier_spec.h"
 
 namespace kvtier {
 

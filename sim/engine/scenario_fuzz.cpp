@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "scenario.h"
+#include "sim/engine/scenario.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Strict scenario reading: errors located at the key or at the override that gave the value, duplicate and
 // unread keys, variants, and numbers out of range, each against a message written out by hand.
-#include "scenario.h"
+#include "sim/engine/scenario.h"
 
 #include <gtest/gtest.h>
 
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <functional>
 
-#include "calibration.h"
-#include "workload.h"
+#include "sim/core/calibration.h"
+#include "sim/engine/workload.h"
 
 namespace kvtier {
 namespace {

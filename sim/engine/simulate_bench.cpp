@@ -1,5 +1,5 @@
 // Speed of the serving simulation, each run in its own process as `kvtier simulate` runs it:
-//  - the Mooncake conversation sample (2,000 requests, ../shared/traces/) on the H200 scenario
+//  - the Mooncake conversation sample (2,000 requests, traces/) on the H200 scenario
 //    (target: under 0.5 s);
 //  - a 20-minute closed-loop replay of 256 agent sessions on the default scenario's 4-bit variant
 //    (target: under 5 s), with events per second (target: over 500,000).
@@ -7,14 +7,14 @@
 
 #include <filesystem>
 
-#include "embedded_files.h"
-#include "isolated_run.h"
-#include "simulation.h"
+#include "sim/core/config_files.h"
+#include "sim/engine/isolated_run.h"
+#include "sim/engine/simulation.h"
 
 namespace kvtier {
 namespace {
 
-const char* kMooncakeSample = "../shared/traces/mooncake-conversation-first2000.jsonl";
+const char* kMooncakeSample = "traces/mooncake-conversation-first2000.jsonl";
 
 void run_and_count(benchmark::State& state, const Scenario& scenario) {
   double events = 0, cache_events = 0, simulated = 0;
@@ -35,7 +35,7 @@ void run_and_count(benchmark::State& state, const Scenario& scenario) {
 void BM_MooncakeSampleOnH200(benchmark::State& state) {
   if (!std::filesystem::exists(kMooncakeSample)) {
     state.SkipWithError(
-        "../shared/traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
+        "traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
     return;
   }
   ConfigNode root = load_config("h200-llama8b", "configs/scenarios");

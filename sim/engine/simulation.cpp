@@ -1,13 +1,13 @@
-#include "simulation.h"
+#include "sim/engine/simulation.h"
 
 #include <xbt/log.h>
 
 #include <algorithm>
 #include <simgrid/s4u.hpp>
 
-#include "checked_file.h"
-#include "serving_instance.h"
-#include "workload.h"
+#include "sim/core/checked_file.h"
+#include "sim/engine/simgrid/serving_instance.h"
+#include "sim/engine/workload.h"
 
 namespace sg4 = simgrid::s4u;
 

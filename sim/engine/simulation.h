@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "scenario.h"
+#include "sim/engine/scenario.h"
 
 namespace kvtier {
 

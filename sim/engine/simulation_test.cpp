@@ -1,6 +1,6 @@
 // The serving simulation against independent expectations: the analytic cache replay, the cache's own
 // event totals, a TTFT computed by hand, and bad scenarios failing before anything runs.
-#include "simulation.h"
+#include "sim/engine/simulation.h"
 
 #include <gtest/gtest.h>
 
@@ -8,9 +8,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "isolated_run.h"
-#include "tiered_cache.h"
-#include "workload.h"
+#include "sim/engine/isolated_run.h"
+#include "sim/cache/tiered_cache.h"
+#include "sim/engine/workload.h"
 
 namespace kvtier {
 namespace {

@@ -1,9 +1,9 @@
-#include "workload.h"
+#include "sim/engine/workload.h"
 
 #include <limits>
 #include <sstream>
 
-#include "embedded_files.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {

@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
-#include "replay.h"
-#include "scenario.h"
+#include "sim/workload/replay.h"
+#include "sim/engine/scenario.h"
 
 namespace kvtier {
 

@@ -1,4 +1,4 @@
-#include "scheduler.h"
+#include "sim/serving/scheduler.h"
 
 #include <algorithm>
 #include <optional>

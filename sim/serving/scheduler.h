@@ -34,14 +34,14 @@
 #include <memory>
 #include <vector>
 
-#include "breakeven.h"
-#include "calibration.h"
-#include "cost_model.h"
-#include "replay.h"
-#include "request_record.h"
-#include "serving_backend.h"
-#include "step_plan.h"
-#include "tiered_cache.h"
+#include "sim/core/breakeven.h"
+#include "sim/core/calibration.h"
+#include "sim/core/cost_model.h"
+#include "sim/workload/replay.h"
+#include "sim/serving/request_record.h"
+#include "sim/serving/serving_backend.h"
+#include "sim/serving/step_plan.h"
+#include "sim/cache/tiered_cache.h"
 
 namespace kvtier {
 

@@ -1,7 +1,7 @@
 // The scheduler's decisions, one at a time, without SimGrid: a fake clock and fake links, hand-sized
 // caches (4-token blocks of 8 bytes per token: 32 bytes a block) and a flat prefill rate of 1,000 tokens/s,
 // so every expectation below is arithmetic done by hand.
-#include "scheduler.h"
+#include "sim/serving/scheduler.h"
 
 #include <gtest/gtest.h>
 

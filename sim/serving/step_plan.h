@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-#include "serving_backend.h"
+#include "sim/serving/serving_backend.h"
 
 namespace kvtier {
 

@@ -1,12 +1,12 @@
-#include "comparison.h"
+#include "validate/compare/comparison.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <unordered_map>
 
-#include "config.h"
-#include "stats.h"
+#include "sim/core/config.h"
+#include "validate/compare/stats.h"
 
 namespace kvtier::validation {
 namespace {

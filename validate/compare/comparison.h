@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "run_folder.h"
+#include "validate/compare/run_folder.h"
 
 namespace kvtier::validation {
 

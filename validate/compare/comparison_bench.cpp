@@ -7,7 +7,7 @@
 #include <fstream>
 #include <random>
 
-#include "comparison.h"
+#include "validate/compare/comparison.h"
 
 namespace kvtier::validation {
 namespace {

@@ -1,7 +1,7 @@
 // The comparison as JSON (`kvtier validate --format json`) and as a per-request CSV (the plots' data).
 #include <iomanip>
 
-#include "comparison.h"
+#include "validate/compare/comparison.h"
 
 namespace kvtier::validation {
 namespace {

@@ -1,13 +1,13 @@
 // The comparison on the committed fixtures (validate/fixtures/: six requests, hand-made), held to numbers
 // worked out by hand below, not to what the code computes.
-#include "comparison.h"
+#include "validate/compare/comparison.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "compare_test_support.h"
-#include "config.h"
+#include "validate/compare/compare_test_support.h"
+#include "sim/core/config.h"
 
 namespace kvtier::validation {
 namespace {

@@ -1,11 +1,11 @@
-#include "csv_table.h"
+#include "validate/compare/csv_table.h"
 
 #include <charconv>
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
-#include "config.h"
+#include "sim/core/config.h"
 
 namespace kvtier::validation {
 namespace {

@@ -1,11 +1,11 @@
-#include "run_folder.h"
+#include "validate/compare/run_folder.h"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
-#include "config.h"
-#include "csv_table.h"
+#include "sim/core/config.h"
+#include "validate/compare/csv_table.h"
 
 namespace kvtier::validation {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "transfers_csv.h"
+#include "validate/compare/transfers_csv.h"
 
 namespace kvtier::validation {
 

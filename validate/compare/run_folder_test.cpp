@@ -1,14 +1,14 @@
 // Reading output folders: what the fixtures hold, and a located error for each way a folder can be wrong.
-#include "run_folder.h"
+#include "validate/compare/run_folder.h"
 
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "compare_test_support.h"
-#include "config.h"
-#include "csv_table.h"
-#include "stats.h"
+#include "validate/compare/compare_test_support.h"
+#include "sim/core/config.h"
+#include "validate/compare/csv_table.h"
+#include "validate/compare/stats.h"
 
 namespace kvtier::validation {
 namespace {

@@ -1,4 +1,4 @@
-#include "stats.h"
+#include "validate/compare/stats.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,10 +1,10 @@
-#include "transfers_csv.h"
+#include "validate/compare/transfers_csv.h"
 
 #include <algorithm>
 #include <iomanip>
 #include <stdexcept>
 
-#include "csv_table.h"
+#include "validate/compare/csv_table.h"
 
 namespace kvtier::validation {
 

@@ -10,7 +10,7 @@
 // followed by that trim.
 #include <algorithm>
 
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 namespace kvtier {
 namespace {

@@ -2,7 +2,7 @@
 // A block's count starts at 1 when it is stored and is forgotten when it leaves the tier.
 #include <map>
 
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 namespace kvtier {
 namespace {

@@ -1,5 +1,5 @@
 // LRU: one list, most recently referenced or released at the head, victims from the tail.
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 namespace kvtier {
 namespace {

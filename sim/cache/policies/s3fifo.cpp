@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "eviction_policy.h"
+#include "sim/cache/eviction_policy.h"
 
 namespace kvtier {
 namespace {

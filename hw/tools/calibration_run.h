@@ -1,0 +1,39 @@
+// From one `kvtier-hw calibrate` run's samples to the Calibration the simulator reads
+// (sim/core/calibration.h, whose to_json writes the file; docs/hardware-mode.md has every key).
+//
+// The `hardware` values are what the hardware file calls them: a link's bandwidth is the rate of its largest
+// copy, its latency comes from a latency + bytes / bandwidth fit per direction; the efficiencies divide by
+// the reference hardware file's peaks. Values whose measurements were skipped stay unset rather than guessed.
+// Raw samples go under `measurements` for anyone who wants to refit them.
+#pragma once
+
+#include <string>
+#include <vector>
+
+// By path: "calibration.h" from this folder names this file.
+#include "sim/core/calibration.h"
+#include "hw/tools/copy_probe.h"
+#include "hw/tools/disk_probe.h"
+#include "hw/tools/gemm_probe.h"
+#include "sim/core/hardware.h"
+
+namespace kvtier::hw {
+
+struct KernelRate {
+  std::string name;  // as add_kernel_rate reads it: "gather", "scatter", "quantize_turboquant4", ...
+  double bytes_per_s = 0;
+};
+
+struct CalibrationRun {
+  std::string command;
+  std::string device;
+  HardwareConfig reference;             // the hardware file whose peaks the efficiencies are relative to
+  std::vector<CopySample> copies = {};  // h2d and d2h by size, plus one kBoth and one kDeviceToDevice
+  std::vector<DiskSample> disk = {};
+  std::vector<GemmSample> gemms = {};
+  std::vector<KernelRate> kernels = {};
+};
+
+Calibration summarize_calibration(const CalibrationRun& run);
+
+}  // namespace kvtier::hw

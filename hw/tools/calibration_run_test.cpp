@@ -1,0 +1,131 @@
+#include "hw/tools/calibration_run.h"
+
+#include <gtest/gtest.h>
+
+#include "sim/core/config_files.h"
+#include "sim/core/model_card.h"
+
+namespace kvtier::hw {
+namespace {
+
+HardwareConfig h200() {
+  HardwareConfig hardware;
+  hardware.name = "test H200";
+  hardware.gpu.bf16_flops = 989e12;
+  hardware.gpu.hbm_bandwidth = 4.8e12;
+  return hardware;
+}
+
+// Copies that follow latency + bytes / bandwidth exactly.
+std::vector<CopySample> exact_copies(CopyDirection direction, double latency, double bandwidth) {
+  std::vector<CopySample> copies;
+  for (uint64_t bytes = 4096; bytes <= (64u << 20); bytes *= 4) {
+    const double seconds = latency + bytes / bandwidth;
+    copies.push_back({direction, bytes, seconds, bytes / seconds});
+  }
+  return copies;
+}
+
+TEST(CalibrationJson, FitsPcieLatencyPerDirectionAndReportsTheLargestCopysRateInHardwareFileUnits) {
+  CalibrationRun run{.command = "kvtier-hw calibrate", .device = "test", .reference = h200()};
+  run.copies = exact_copies(CopyDirection::kHostToDevice, 2.0e-6, 55e9);
+  const auto d2h = exact_copies(CopyDirection::kDeviceToHost, 3.0e-6, 56e9);
+  run.copies.insert(run.copies.end(), d2h.begin(), d2h.end());
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  // The 64 MiB copy: 67108864 B / (2 us + 1220.16 us) = 54.91 GB/s; / (3 us + 1198.37 us) = 55.86 GB/s.
+  EXPECT_NEAR(*hardware.pcie_h2d_bandwidth, 54.91e9, 0.006e9);
+  EXPECT_NEAR(*hardware.pcie_d2h_bandwidth, 55.86e9, 0.006e9);
+  // Each direction's fitted latency.
+  EXPECT_NEAR(*hardware.pcie_h2d_latency, 2.0e-6, 0.001e-6);
+  EXPECT_NEAR(*hardware.pcie_d2h_latency, 3.0e-6, 0.001e-6);
+  EXPECT_FALSE(hardware.nvme_read_bandwidth) << "no disk samples, no nvme values";
+  const nlohmann::json pcie = nlohmann::json(summarize_calibration(run))["hardware"]["pcie"];
+  EXPECT_EQ(pcie["h2d_latency"], "2.00us");
+  EXPECT_FALSE(pcie.contains("latency")) << "no shared latency beside the two";
+}
+
+TEST(CalibrationJson, DerivesMfuFromGemmFlopsAndHbmEfficiencyFromTheDeviceCopy) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  // 2 x 4096 x 4096 x 4096 FLOP in 0.25 ms = 549.8 TFLOP/s, 0.5559 of 989 TFLOP/s.
+  run.gemms.push_back({"m", {"o", 4096, 4096, 4096}, 0.25e-3});
+  run.copies.push_back({CopyDirection::kDeviceToDevice, 1u << 30, 0, 4.2e12});
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  EXPECT_NEAR(*hardware.prefill_mfu, 2.0 * 4096 * 4096 * 4096 / 0.25e-3 / 989e12, 1e-12);
+  EXPECT_NEAR(*hardware.memory_bandwidth_efficiency, 0.875, 1e-12);
+}
+
+TEST(CalibrationJson, TakesTheBestDiskRatesAndFitsLatencyFromSingleReads) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  // One read in flight at 20 us + block / 1.1 GB/s, 64 I/Os per sample; faster with more in flight.
+  for (uint64_t block : {4096u, 65536u, 1u << 20}) {
+    const double per_io = 20e-6 + block / 1.1e9;
+    run.disk.push_back({DiskOp::kRead, block, 1, 64 * block, 64 * per_io});
+    run.disk.push_back({DiskOp::kWrite, block, 1, 64 * block, 64 * block / 1.6e9});
+  }
+  run.disk.push_back({DiskOp::kRead, 4u << 20, 8, 1u << 30, (1u << 30) / 1.3e9});
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  EXPECT_NEAR(*hardware.nvme_read_bandwidth, 1.3e9, 1e3);
+  EXPECT_NEAR(*hardware.nvme_write_bandwidth, 1.6e9, 1e3);
+  EXPECT_NEAR(*hardware.nvme_latency, 20e-6, 0.001e-6);
+}
+
+// The file `kvtier-hw calibrate --out` writes: the keys it has always written, rates keyed by encoding.
+TEST(CalibrationJson, KeepsTheFilesKeysAndReadsBackIntoTheSameRatesPerEncoding) {
+  CalibrationRun run{
+      .command = "kvtier-hw calibrate --out c.json", .device = "test GPU", .reference = h200()};
+  run.kernels = {{"gather", 1.97e12},
+                 {"scatter", 1.93e12},
+                 {"quantize_turboquant4", 2.73e12},
+                 {"dequantize_turboquant4", 2.40e12},
+                 {"quantize_int4_g32", 2.87e12},
+                 {"dequantize_int4_g32", 2.60e12}};
+  run.copies.push_back({CopyDirection::kDeviceToDevice, 1u << 30, 0.25e-3, 4.2e12});
+  const nlohmann::json json = summarize_calibration(run);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : json.items()) keys.push_back(key);
+  EXPECT_EQ(keys, (std::vector<std::string>{"command", "device", "hardware", "kernels", "measurements",
+                                            "reference_hardware", "tool"}));
+  EXPECT_EQ(json["tool"], "kvtier-hw calibrate");
+  EXPECT_EQ(json["reference_hardware"], "test H200");
+  EXPECT_EQ(json["kernels"], nlohmann::json({{"gather_bytes_per_s", 1.97e12},
+                                             {"scatter_bytes_per_s", 1.93e12},
+                                             {"quantize_turboquant4_bytes_per_s", 2.73e12},
+                                             {"dequantize_turboquant4_bytes_per_s", 2.40e12},
+                                             {"quantize_int4_g32_bytes_per_s", 2.87e12},
+                                             {"dequantize_int4_g32_bytes_per_s", 2.60e12}}));
+  EXPECT_EQ(json["measurements"]["copy"][0],
+            nlohmann::json(
+                {{"direction", "d2d"}, {"bytes", 1u << 30}, {"seconds", 0.25e-3}, {"bytes_per_s", 4.2e12}}));
+  const Calibration back = parse_calibration(json.dump(2), "c.json");
+  Encoding int4;
+  int4.kind = EncodingKind::kInt4Group;
+  int4.group_size = 32;
+  EXPECT_EQ(conversion_rate(back, Conversion::kDequantize, int4), 2.60e12);
+  Encoding turboquant;
+  turboquant.kind = EncodingKind::kTurboQuant4;
+  EXPECT_EQ(conversion_rate(back, Conversion::kDequantize, turboquant), 2.40e12);
+  EXPECT_DOUBLE_EQ(*back.hardware.memory_bandwidth_efficiency, 0.875);
+}
+
+TEST(CalibrationJson, AKernelNameOutsideTheFilesGrammarIsRefused) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  run.kernels = {{"dequantize_nf4", 1e12}};
+  EXPECT_THROW(summarize_calibration(run), ConfigError);
+}
+
+TEST(PrefillGemmShapes, FollowLlama8BsCardWithTheMlpWidthInferredFromItsParameters) {
+  const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  const auto shapes = prefill_gemm_shapes(model, 4096);
+  ASSERT_EQ(shapes.size(), 4u);
+  // QKV: 32 query heads + 2 x 8 KV heads of 128 = 6144 outputs from 4096 inputs.
+  EXPECT_EQ(shapes[0].m, 6144);
+  EXPECT_EQ(shapes[0].k, 4096);
+  EXPECT_EQ(shapes[1].m, 4096);
+  // (8.03e9 / 32 - 4096 x 6144 - 4096 x 4096) / (3 x 4096) = 17008.6, to a multiple of 256: 66 x 256.
+  EXPECT_EQ(shapes[2].m, 2 * 16896);
+  EXPECT_EQ(shapes[3].k, 16896);
+  for (const GemmShape& shape : shapes) EXPECT_EQ(shape.n, 4096);
+}
+
+}  // namespace
+}  // namespace kvtier::hw

@@ -1,0 +1,37 @@
+// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay) on a real GPU.
+#include <cstdio>
+#include <exception>
+
+#include "sim/core/cli_numbers.h"
+#include "hw/tools/hw_commands.h"
+#include "sim/core/config.h"
+#include "hw/gpu/check.h"
+#include "hw/tools/tool_support.h"
+
+int main(int argc, char** argv) {
+  kvtier::hw::set_command_line(argc, argv);
+  CLI::App app{"kvtier-hw: measure and exercise kvtier's tiered KV store on a real GPU"};
+  app.require_subcommand(1);
+  kvtier::hw::add_calibrate_command(app);
+  kvtier::hw::add_roundtrip_command(app);
+  kvtier::hw::add_bench_command(app);
+  kvtier::hw::add_replay_command(app);
+  kvtier::check_numeric_options(app);
+  try {
+    if (kvtier::gpu::visible_device_count() == 0) {
+      std::fprintf(stderr, "kvtier-hw: no %s device visible; the hardware mode needs a GPU\n",
+                   KVTIER_GPU_NAME);
+      return 1;
+    }
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    return kvtier::report_usage_error(app, error, "kvtier-hw");
+  } catch (const kvtier::ConfigError& error) {
+    std::fprintf(stderr, "kvtier-hw: %s\n", error.what());
+    return 2;
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "kvtier-hw: error: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,39 @@
+#include "sim/core/config_files.h"
+
+#include <filesystem>
+
+namespace kvtier {
+
+std::vector<std::string> embedded_names(const std::string& folder) {
+  std::vector<std::string> names;
+  std::string prefix = folder + "/";
+  for (const EmbeddedFile& f : embedded_files()) {
+    std::string_view rest = f.path;
+    if (!rest.starts_with(prefix) || !rest.ends_with(".yaml")) continue;
+    rest.remove_prefix(prefix.size());
+    if (rest.find('/') != std::string_view::npos) continue;
+    names.emplace_back(rest.substr(0, rest.size() - 5));
+  }
+  return names;
+}
+
+ConfigNode load_config(const std::string& name_or_path, const std::string& folder) {
+  std::error_code ignored;  // a name too long for a path, say: then it is no file on disk
+  if (std::filesystem::is_regular_file(name_or_path, ignored)) return ConfigNode::load_file(name_or_path);
+  std::string wanted = folder + "/" + name_or_path + ".yaml";
+  for (const EmbeddedFile& f : embedded_files()) {
+    if (f.path == wanted) return ConfigNode::load_string(std::string(f.text), wanted + " (built in)");
+  }
+  if (std::filesystem::is_directory(name_or_path, ignored)) {
+    throw ConfigError(name_or_path + ": is a directory, expected a YAML file");
+  }
+  std::vector<std::string> names = embedded_names(folder);
+  std::string message = name_or_path + ": no such file, and no built-in " + folder + " entry of that name";
+  std::string hint = closest_match(name_or_path, names);
+  if (!hint.empty()) message += " (did you mean '" + hint + "'?)";
+  message += "; built in:";
+  for (const std::string& n : names) message += " " + n;
+  throw ConfigError(message);
+}
+
+}  // namespace kvtier

@@ -1,0 +1,82 @@
+#include "sim/engine/simgrid/serving_instance.h"
+
+#include <algorithm>
+
+namespace sg4 = simgrid::s4u;
+
+namespace kvtier {
+
+ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
+                                 TieredCache& cache, ReplayDriver& driver,
+                                 std::vector<RequestRecord>& records)
+    : tier_media_(std::move(config.tier_media)),
+      platform_(platform),
+      stores_(platform),
+      scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
+
+void ServingInstance::run() {
+  while (!scheduler_.finished()) {
+    stores_.pump();
+    const Decision& decision = scheduler_.decide();
+    if (decision.kind == Decision::Kind::kStep) {
+      sg4::this_actor::sleep_for(decision.step.seconds);
+      scheduler_.finish_step();
+    } else if (decision.kind == Decision::Kind::kWait && !wait_for_work(decision)) {
+      break;
+    }
+    scheduler_.end_iteration();
+  }
+}
+
+// Until the next arrival or until any load or store ends; false when there is neither to wait for.
+bool ServingInstance::wait_for_work(const Decision& decision) {
+  std::vector<sg4::CommPtr> pending = stores_.in_flight();
+  for (LoadHandle load : decision.awaited_loads) {
+    const std::vector<sg4::CommPtr>& comms = loads_.at(load);
+    pending.insert(pending.end(), comms.begin(), comms.end());
+  }
+  const std::optional<double>& next = decision.next_arrival_s;
+  if (pending.empty()) {
+    if (!next) return false;
+    sg4::this_actor::sleep_until(*next);
+    return true;
+  }
+  double timeout = next ? std::max(0.0, *next - sg4::Engine::get_clock()) : -1;
+  sg4::Comm::wait_any_for(pending, timeout);
+  return true;
+}
+
+double ServingInstance::now() const {
+  return sg4::Engine::get_clock();
+}
+
+LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier) {
+  std::vector<sg4::CommPtr>& comms = loads_[next_load_];
+  for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
+    if (bytes_by_tier[t] == 0) continue;
+    auto started = platform_.transfer(tier_media_[t], tier_media_[0], bytes_by_tier[t]);
+    state_.transfers += static_cast<int64_t>(started.size());
+    comms.insert(comms.end(), started.begin(), started.end());
+  }
+  return next_load_++;
+}
+
+bool ServingInstance::load_done(LoadHandle load) {
+  auto it = loads_.find(load);
+  if (!std::all_of(it->second.begin(), it->second.end(), [](const sg4::CommPtr& c) { return c->test(); }))
+    return false;
+  loads_.erase(it);
+  return true;
+}
+
+void ServingInstance::cancel_load(LoadHandle load) {
+  auto it = loads_.find(load);
+  for (const sg4::CommPtr& c : it->second) c->cancel();
+  loads_.erase(it);
+}
+
+void ServingInstance::start_store(int from_tier, int to_tier, double bytes) {
+  stores_.add(tier_media_[from_tier], tier_media_[to_tier], bytes);
+}
+
+}  // namespace kvtier
