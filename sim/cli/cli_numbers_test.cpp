@@ -3,14 +3,12 @@
 #include "sim/core/cli_numbers.h"
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
 #include <climits>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "sim/cli/cli_test_support.h"
 
 #include "sim/cli/output.h"
 
@@ -120,26 +118,9 @@ TEST(CliNumbers, WithCommasHandlesTheMostNegativeCount) {
 
 // The kvtier binary.
 
-struct CliResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-CliResult run_kvtier(const std::string& args) {
-  std::string command = std::string(KVTIER_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using testing::CliResult;
+using testing::run_kvtier;
+using testing::write_temp;
 
 // The first line of the output, where kvtier puts its one-line error.
 std::string first_line(const std::string& out) {

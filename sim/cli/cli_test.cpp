@@ -1,36 +1,18 @@
 // End-to-end checks of the kvtier binary: figures from the issue, JSON shape, exit codes on bad input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "sim/cli/cli_test_support.h"
+
 namespace kvtier {
 namespace {
 
-struct CliResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-CliResult run_kvtier(const std::string& args) {
-  std::string command = std::string(KVTIER_BINARY) + " " + args + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
-}
+using testing::CliResult;
+using testing::run_kvtier;
+using testing::write_temp;
 
 TEST(Cli, KvJsonCarriesBytesAndCompression) {
   CliResult r = run_kvtier("kv --model minimax-m2.5 --kv turboquant4 --format json");

@@ -1,37 +1,20 @@
 // The kvtier binary reading traces from pipes ("-" and process substitution) and refusing inputs that
 // are not traces, each with the exit code and the located message a user sees.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
+
+#include "sim/cli/cli_test_support.h"
 
 namespace kvtier {
 namespace {
 
-struct CliResult {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-// Runs a shell command line in which $KVTIER is the binary.
-CliResult run_shell(const std::string& line) {
-  std::string command = "export KVTIER='" + std::string(KVTIER_BINARY) + "'; " + line + " 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+using testing::CliResult;
+using testing::run_shell;
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::filesystem::path path = std::filesystem::temp_directory_path() / ("kvtier_cli_input_" + name);
-  std::ofstream(path) << text;
-  return path.string();
+  return testing::write_temp("kvtier_cli_input_" + name, text);
 }
 
 // Twelve Mooncake requests, a second apart, sharing prefixes.

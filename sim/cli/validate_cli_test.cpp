@@ -2,13 +2,11 @@
 // for met and missed targets and for folders that cannot be compared, the JSON, the flags that move the
 // targets, and the plots.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "sim/cli/cli_test_support.h"
 #include "validate/compare/compare_test_support.h"
 
 namespace kvtier {
@@ -17,20 +15,10 @@ namespace {
 using validation::testing::copy_fixture;
 using validation::testing::edit_file;
 
-struct CliResult {
-  int exit_code;
-  std::string out;  // stdout, then stderr
-};
+using testing::CliResult;
 
 CliResult run_validate(const std::string& args, bool with_stderr = true) {
-  std::string command =
-      std::string(KVTIER_BINARY) + " validate " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = popen(command.c_str(), "r");
-  std::string out;
-  std::array<char, 4096> buffer;
-  while (size_t n = fread(buffer.data(), 1, buffer.size(), pipe)) out.append(buffer.data(), n);
-  int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return testing::run_shell("$KVTIER validate " + args, with_stderr);
 }
 
 const std::string kSim = "validate/fixtures/sim";
