@@ -46,11 +46,13 @@ WorkloadKeys read_keys(const ConfigNode& w) {
   return k;
 }
 
-// Where a bound failed: the key's place in the file when the scenario sets it, else the file.
+// Where a bound failed: the key's place in the file (or the --set argument that gave it) when the scenario
+// sets it, else the file.
 [[noreturn]] void fail_at(const Scenario& s, const std::string& key, const std::string& what) {
   const ConfigNode& w = *s.workload;
   std::string sub = key.starts_with("workload.") ? key.substr(9) : "";
   if (!sub.empty() && w.has(sub)) w.child(sub).fail(what);
+  if (sub.empty() && s.config && s.config->has(key)) s.config->child(key).fail(what);
   throw ConfigError(w.file() + ": " + key + ": " + what);
 }
 

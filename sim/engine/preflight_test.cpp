@@ -87,7 +87,7 @@ TEST(Preflight, ASampleIntervalOfANanosecondIsRefusedNamingTheKey) {
                     "sample_interval: 1ns\n");
   std::string error = error_of(s, with_memory(8 * kGiB));
   // 120 s / 1 ns = 1.2e11 samples: past the event bound before memory is even considered.
-  EXPECT_EQ(error.rfind("test.yaml: sample_interval: about 1.2e+11 events (1.2e+11 samples, ", 0), 0u)
+  EXPECT_EQ(error.rfind("test.yaml:11:18: sample_interval: about 1.2e+11 events (1.2e+11 samples, ", 0), 0u)
       << error;
   EXPECT_NE(error.find("more than the 1e+09"), std::string::npos) << error;
   EXPECT_NE(error.find("--allow-huge"), std::string::npos) << error;
@@ -100,7 +100,7 @@ TEST(Preflight, SamplesPastTheMemoryShareAreRefusedNamingTheLimit) {
                     "sample_interval: 1us\n");
   std::string error = error_of(s, with_memory(8 * kGiB));
   EXPECT_EQ(
-      error.rfind("test.yaml: sample_interval: 1.0 us over 120.00 s of simulated time is about 1.2e+08", 0),
+      error.rfind("test.yaml:11:18: sample_interval: 1.0 us over 120.00 s of simulated time is about 1.2e+08", 0),
       0u)
       << error;
   EXPECT_NE(error.find("more than the 4.0 GiB allowed (half of the 8.0 GiB available)"), std::string::npos)

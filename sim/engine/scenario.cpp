@@ -136,6 +136,7 @@ Scenario parse_scenario(const ConfigNode& root) {
   s.sample_interval_s = root.quantity("sample_interval", UnitKind::kDuration, 1.0);
   if (s.sample_interval_s <= 0) root.child("sample_interval").fail("expected a positive duration");
   s.workload = root.child("workload");
+  s.config = root;
   return s;
 }
 

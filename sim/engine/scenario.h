@@ -48,6 +48,7 @@ struct Scenario {
   uint64_t seed = 1;
   double sample_interval_s = 1;
   std::optional<ConfigNode> workload;  // read by the workload builder (workload.h)
+  std::optional<ConfigNode> config;    // the whole scenario as read, to locate later checks (preflight.h)
 };
 
 struct Variant {
