@@ -1,12 +1,15 @@
+# Test, benchmark and fuzz binaries link kvtier_app (sim/app): what they test reads built-in model cards,
+# hardware files and scenarios by name.
+
 # kvtier_test(NAME SOURCES... LIBS libs...): a GoogleTest binary registered with CTest.
-# Tests run from the source root so that they find models/, configs/ and ../shared/.
+# Tests run from the source root so that they find models/, configs/ and traces/.
 function(kvtier_test name)
   if(NOT KVTIER_TESTS)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kvtier_app GTest::gtest GTest::gtest_main)
   gtest_discover_tests(${name} WORKING_DIRECTORY ${KVTIER_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 endfunction()
 
@@ -17,7 +20,7 @@ function(kvtier_benchmark name)
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} benchmark::benchmark benchmark::benchmark_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kvtier_app benchmark::benchmark benchmark::benchmark_main)
 endfunction()
 
 # kvtier_fuzz_target(NAME SOURCE LIB): a libFuzzer binary (only with -DKVTIER_FUZZ=ON and clang).
@@ -28,5 +31,5 @@ function(kvtier_fuzz_target name source lib)
   add_executable(${name} ${source})
   target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
   target_link_options(${name} PRIVATE -fsanitize=fuzzer)
-  target_link_libraries(${name} PRIVATE ${lib})
+  target_link_libraries(${name} PRIVATE ${lib} kvtier_app)
 endfunction()
