@@ -154,29 +154,16 @@ std::string conversion_prefix(Conversion conversion) {
   return conversion == Conversion::kQuantize ? "quantize_" : "dequantize_";
 }
 
-Encoding int4_group(int group_size) {
-  Encoding e;
-  e.kind = EncodingKind::kInt4Group;
-  e.group_size = group_size;
-  return e;
-}
-
-Encoding of_kind(EncodingKind kind) {
-  Encoding e;
-  e.kind = kind;
-  return e;
-}
-
 // The inverse of kernel_encoding_name.
 std::optional<Encoding> kernel_encoding(const std::string& name) {
   std::optional<Encoding> encoding;
-  if (name == "fp8") encoding = of_kind(EncodingKind::kFp8);
-  if (name == "turboquant4") encoding = of_kind(EncodingKind::kTurboQuant4);
+  if (name == "fp8") encoding = Encoding::of_kind(EncodingKind::kFp8);
+  if (name == "turboquant4") encoding = Encoding::of_kind(EncodingKind::kTurboQuant4);
   const std::string int4 = "int4_g";
   const std::string digits = name.starts_with(int4) ? name.substr(int4.size()) : "";
   if (!digits.empty() && digits.size() <= 4 &&
       std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-    encoding = int4_group(std::stoi(digits));
+    encoding = Encoding::int4(std::stoi(digits));
   }
   if (encoding && kernel_encoding_name(*encoding) != name) return std::nullopt;  // "int4_g032", "int4_g0"
   return encoding;

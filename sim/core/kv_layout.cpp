@@ -42,26 +42,13 @@ int bounded_int(const ConfigNode& node, std::string_view key, int64_t fallback, 
   return static_cast<int>(value);
 }
 
-Encoding int4(int group_size) {
-  Encoding e;
-  e.kind = EncodingKind::kInt4Group;
-  e.group_size = group_size;
-  return e;
-}
-
-Encoding of_kind(EncodingKind kind) {
-  Encoding e;
-  e.kind = kind;
-  return e;
-}
-
 Encoding parse_encoding(const ConfigNode& node) {
   if (node.is_scalar()) {
     std::string name = node.as_string();
-    if (name == "bf16") return of_kind(EncodingKind::kBf16);
-    if (name == "fp8") return of_kind(EncodingKind::kFp8);
-    if (name == "int4") return int4(32);
-    if (name == "turboquant4") return of_kind(EncodingKind::kTurboQuant4);
+    if (name == "bf16") return Encoding::of_kind(EncodingKind::kBf16);
+    if (name == "fp8") return Encoding::of_kind(EncodingKind::kFp8);
+    if (name == "int4") return Encoding::int4(32);
+    if (name == "turboquant4") return Encoding::of_kind(EncodingKind::kTurboQuant4);
     node.fail("expected an encoding: bf16, fp8, int4 or turboquant4; got '" + name + "'");
   }
   node.allow_keys({"kind", "group_size", "scale_dtype", "zero_point", "slot_align"});
@@ -181,15 +168,15 @@ std::vector<std::string> kv_preset_names() {
 std::optional<PrecisionMap> kv_preset(const std::string& name) {
   PrecisionMap map;
   if (name == "bf16") {
-    map.body = of_kind(EncodingKind::kBf16);
+    map.body = Encoding::of_kind(EncodingKind::kBf16);
   } else if (name == "fp8") {
-    map.body = of_kind(EncodingKind::kFp8);
+    map.body = Encoding::of_kind(EncodingKind::kFp8);
   } else if (name == "int4") {
-    map.body = int4(32);
+    map.body = Encoding::int4(32);
   } else if (name == "int4-g128") {
-    map.body = int4(128);
+    map.body = Encoding::int4(128);
   } else if (name == "turboquant4" || name == "turboquant4-all") {
-    map.body = of_kind(EncodingKind::kTurboQuant4);
+    map.body = Encoding::of_kind(EncodingKind::kTurboQuant4);
     int boundary = name == "turboquant4" ? 2 : 0;
     map.first_boundary_layers = boundary;
     map.last_boundary_layers = boundary;

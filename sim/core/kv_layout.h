@@ -30,6 +30,18 @@ struct Encoding {
 
   std::string name() const;  // "bf16", "fp8", "int4-g32", "turboquant4"
   bool operator==(const Encoding&) const = default;
+
+  // An encoding of `kind` with the default fields; group-scaled int4 with `group_size` elements a group.
+  static Encoding of_kind(EncodingKind kind) {
+    Encoding e;
+    e.kind = kind;
+    return e;
+  }
+  static Encoding int4(int group_size) {
+    Encoding e = of_kind(EncodingKind::kInt4Group);
+    e.group_size = group_size;
+    return e;
+  }
 };
 
 // Bytes one token occupies in one layer under `encoding`. Throws ConfigError where the encoding
