@@ -21,7 +21,8 @@ set(KVTIER_PARTS
   "hw/kernels|sim/core hw/gpu hw/kernels"
   "hw/store|sim/core sim/workload sim/cache hw/gpu hw/kernels hw/store"
   "hw/model|sim/core hw/gpu hw/kernels hw/model"
-  "hw/tools|sim/core sim/workload sim/cache sim/serving sim/app hw/gpu hw/kernels hw/store hw/model hw/tools")
+  "hw/serve|sim/core sim/workload sim/cache sim/serving sim/engine hw/gpu hw/kernels hw/store hw/model hw/serve"
+  "hw/tools|sim/core sim/workload sim/cache sim/serving sim/engine sim/app hw/gpu hw/kernels hw/store hw/model hw/serve hw/tools")
 
 set(names "")
 foreach(entry IN LISTS KVTIER_PARTS)

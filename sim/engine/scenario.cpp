@@ -265,4 +265,22 @@ std::vector<ScenarioRun> plan_runs(const ConfigNode& file, const std::vector<Ove
   return runs;
 }
 
+SchedulerConfig scheduler_config(const Scenario& s) {
+  SchedulerConfig c;
+  c.max_batch_tokens = s.max_batch_tokens;
+  c.max_running = s.max_running;
+  c.kv_space_bytes = s.kv_space_bytes;
+  c.layerwise_overlap = s.layerwise_overlap;
+  c.tier_conversions = s.tier_conversions;
+  c.recompute_when_faster = s.recompute_when_faster;
+  for (const TierSpec& tier : s.tiers) c.tier_load_paths.push_back(tier.load_path.value_or(LoadPath{}));
+  return c;
+}
+
+CostModel instance_cost_model(const Scenario& s) {
+  HardwareConfig instance = s.hardware;
+  instance.gpu.count = s.gpus;
+  return CostModel(s.model, instance, static_cast<double>(s.tiers[0].layout.bytes_per_token()));
+}
+
 }  // namespace kvtier

@@ -22,8 +22,10 @@
 #include "sim/core/config.h"
 #include "sim/core/hardware.h"
 #include "sim/engine/metrics.h"
+#include "sim/core/cost_model.h"
 #include "sim/core/model_card.h"
 #include "sim/cache/tier_spec.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvtier {
 
@@ -84,5 +86,10 @@ Override parse_set_argument(const std::string& text);
 // (validate_workload), and requires that each key an override sets is read by some run (a variant's
 // set: by its own run). Throws ConfigError located at the key, or at the override that gave the value.
 std::vector<ScenarioRun> plan_runs(const ConfigNode& root, const std::vector<Override>& overrides);
+
+// What both serving engines (the simulator and kvtier-hw serve) build from a scenario: the scheduler's
+// configuration and the instance's cost model (all its GPUs, HBM's layout for the memory terms).
+SchedulerConfig scheduler_config(const Scenario& scenario);
+CostModel instance_cost_model(const Scenario& scenario);
 
 }  // namespace kvtier

@@ -15,17 +15,8 @@ namespace kvtier {
 namespace {
 
 InstanceConfig instance_config(const Scenario& s) {
-  InstanceConfig c;
-  c.max_batch_tokens = s.max_batch_tokens;
-  c.max_running = s.max_running;
-  c.kv_space_bytes = s.kv_space_bytes;
-  c.layerwise_overlap = s.layerwise_overlap;
-  c.tier_conversions = s.tier_conversions;
-  c.recompute_when_faster = s.recompute_when_faster;
-  for (const TierSpec& tier : s.tiers) {
-    c.tier_media.push_back(tier.medium);
-    c.tier_load_paths.push_back(tier.load_path.value_or(LoadPath{}));
-  }
+  InstanceConfig c{scheduler_config(s), {}};
+  for (const TierSpec& tier : s.tiers) c.tier_media.push_back(tier.medium);
   return c;
 }
 
@@ -114,9 +105,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   Platform platform(platform_hardware(s, options.free_transfers), s.gpus);
   TieredCache cache(s.tiers);
   WorkloadPlan workload = build_workload(s);
-  HardwareConfig instance_hw = s.hardware;
-  instance_hw.gpu.count = s.gpus;
-  CostModel cost(s.model, instance_hw, static_cast<double>(s.tiers[0].layout.bytes_per_token()));
+  const CostModel cost = instance_cost_model(s);
 
   std::vector<RequestRecord> records;
   std::vector<TimeSample> samples;
