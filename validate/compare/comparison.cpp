@@ -207,11 +207,11 @@ std::vector<LinkComparison> compare_links(const VariantRun& predicted, const Var
 }
 
 // Per path, the k-th transfer of one run against the k-th of the other.
-std::vector<PathTransfers> compare_transfers(const std::vector<Transfer>& predicted,
-                                             const std::vector<Transfer>& measured) {
+std::vector<PathTransfers> compare_transfers(const std::vector<TransferRecord>& predicted,
+                                             const std::vector<TransferRecord>& measured) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_path;
-  for (const Transfer& t : predicted) by_path[t.path].first.push_back(t.seconds());
-  for (const Transfer& t : measured) by_path[t.path].second.push_back(t.seconds());
+  for (const TransferRecord& t : predicted) by_path[t.path].first.push_back(t.seconds());
+  for (const TransferRecord& t : measured) by_path[t.path].second.push_back(t.seconds());
   std::vector<PathTransfers> paths;
   for (const auto& [path, times] : by_path) {
     const auto& [p, m] = times;

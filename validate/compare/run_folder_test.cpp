@@ -140,10 +140,31 @@ TEST(Transfers, WriterSortsByStartAndReaderReadsItBack) {
   EXPECT_EQ(text.str(),
             "path,bytes,start_s,end_s\ndram->hbm,1048576,0.125,0.5\nhbm->dram,4096,2.5,2.75\n"
             "dram->hbm,8192,2.5,3\n");
-  std::vector<Transfer> back = read_transfers_csv(path);
+  std::vector<TransferRecord> back = read_transfers_csv(path);
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(back[1].path, "hbm->dram");
   EXPECT_EQ(back[1].seconds(), 0.25);
+}
+
+// The simulator's times are arbitrary doubles and its byte counts can pass 10^12: each number is written
+// so that it reads back as the same double (0.1 + 0.2 is 0.30000000000000004, not 0.3), so that sums of
+// bytes compare exactly and no time is rounded.
+TEST(Transfers, NumbersReadBackExactly) {
+  std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-validate-transfers-exact.csv";
+  const double start = 0.1 + 0.2, end = 1.0 / 3, bytes = 123456789012345;
+  {
+    std::ofstream out(path);
+    write_transfers_csv(out, {{transfer_path("nvme", "hbm"), bytes, start, end}});
+  }
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  EXPECT_EQ(text.str(), "path,bytes,start_s,end_s\nnvme->hbm,123456789012345,0.30000000000000004,"
+                        "0.3333333333333333\n");
+  std::vector<TransferRecord> back = read_transfers_csv(path);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].bytes, bytes);
+  EXPECT_EQ(back[0].start_s, start);
+  EXPECT_EQ(back[0].end_s, end);
 }
 
 TEST(Transfers, WriterRefusesAPathWithAComma) {

@@ -1,35 +1,18 @@
 #include "validate/compare/transfers_csv.h"
 
-#include <algorithm>
-#include <iomanip>
-#include <stdexcept>
-
 #include "validate/compare/csv_table.h"
 
 namespace kvtier::validation {
 
-void write_transfers_csv(std::ostream& out, std::vector<Transfer> transfers) {
-  std::stable_sort(transfers.begin(), transfers.end(),
-                   [](const Transfer& a, const Transfer& b) { return a.start_s < b.start_s; });
-  out << kTransfersHeader << '\n' << std::setprecision(12);
-  for (const Transfer& t : transfers) {
-    if (t.path.empty() || t.path.find_first_of(",\"\r\n") != std::string::npos) {
-      throw std::invalid_argument("transfer path '" + t.path +
-                                  "': expected a name without commas, quotes or line breaks");
-    }
-    out << t.path << ',' << t.bytes << ',' << t.start_s << ',' << t.end_s << '\n';
-  }
-}
-
-std::vector<Transfer> read_transfers_csv(const std::filesystem::path& path) {
+std::vector<TransferRecord> read_transfers_csv(const std::filesystem::path& path) {
   CsvTable table = CsvTable::read(path);
   size_t path_column = table.column("path"), bytes = table.column("bytes");
   size_t start = table.column("start_s"), end = table.column("end_s");
-  std::vector<Transfer> transfers;
+  std::vector<TransferRecord> transfers;
   transfers.reserve(table.rows());
   for (size_t r = 0; r < table.rows(); ++r) {
-    Transfer t{std::string(table.text(r, path_column)), table.number(r, bytes), table.number(r, start),
-               table.number(r, end)};
+    TransferRecord t{std::string(table.text(r, path_column)), table.number(r, bytes),
+                     table.number(r, start), table.number(r, end)};
     if (t.path.empty()) table.fail(r, path_column, "expected the name of a transfer path");
     if (t.bytes < 0) table.fail(r, bytes, "expected a non-negative byte count");
     if (t.start_s < 0) table.fail(r, start, "expected a non-negative time");

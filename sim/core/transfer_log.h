@@ -1,0 +1,43 @@
+// transfers.csv: one row per KV transfer of a serving run, so that the time each transfer path takes can
+// be compared between a simulation and a hardware run, transfer by transfer. Both engines write it (the
+// simulator from its SimGrid Comms, kvtier-hw serve from its copies) and `kvtier validate` reads it
+// (validate/compare/transfers_csv.h); so the record and the writer live here, with neither SimGrid nor a
+// GPU runtime.
+//
+//   path,bytes,start_s,end_s
+//   dram->hbm,262144,0.01,0.03
+//
+// path names where the bytes went, `<from tier>-><to tier>` with the cache's tier names (any name without
+// commas, quotes or line breaks; both runs must use the same names); bytes is the size of the copy as the
+// link carries it; start_s and end_s are seconds on the run's clock (the clock of requests.csv). Rows are
+// in the order the transfers started: start_s never decreases, so that the k-th transfer on a path of one
+// run is matched with the k-th of the other. Numbers are written in the shortest form that reads back to
+// the same double, so sums of bytes compare exactly.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace kvtier {
+
+inline constexpr const char* kTransfersFile = "transfers.csv";
+inline constexpr const char* kTransfersHeader = "path,bytes,start_s,end_s";
+
+struct TransferRecord {
+  std::string path;
+  double bytes = 0;
+  double start_s = 0;
+  double end_s = 0;
+
+  double seconds() const { return end_s - start_s; }
+};
+
+// "<from>-><to>", the path of a copy between two named tiers.
+std::string transfer_path(const std::string& from_tier, const std::string& to_tier);
+
+// Writes the header and the rows sorted by start_s (stable: transfers that start together keep their
+// order). Throws std::invalid_argument for a path holding a comma, a quote or a line break, or empty.
+void write_transfers_csv(std::ostream& out, std::vector<TransferRecord> transfers);
+
+}  // namespace kvtier
