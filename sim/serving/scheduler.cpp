@@ -130,6 +130,7 @@ bool Scheduler::admit(Sequence& seq) {
   count_hits(seq);
   state_.input_since_sample += seq.request.input_tokens;
   choose_loads(seq);
+  backend_.cache_admitted(seq.request.id, seq.request.block_ids, seq.recompute_tier);
   seq.prefilled = seq.cached_tokens;
   start_transfers(&seq);
   return true;
@@ -292,6 +293,7 @@ void Scheduler::complete(Sequence& seq) {
   record(seq).completion_s = now;
   state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq.decoded - 1);
   cache_.release(seq.admission);
+  backend_.cache_released(seq.request.id);
   driver_.on_complete(seq.request.id, now);
 }
 
@@ -304,6 +306,10 @@ void Scheduler::fit_decode_kv() {
     if (running_.empty()) break;
     preempt_newest();
   }
+  if (cache_.tier(0).capacity_bytes != reported_capacity_) {
+    reported_capacity_ = cache_.tier(0).capacity_bytes;
+    backend_.cache_capacity_set(0, reported_capacity_);
+  }
   start_transfers(nullptr);  // evictions only: demotions and drops, no promotions
 }
 
@@ -315,6 +321,7 @@ void Scheduler::preempt_newest() {
   if (seq->decoded > 1)
     state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq->decoded - 1);
   cache_.release(seq->admission);
+  backend_.cache_released(seq->request.id);
   RequestRecord& r = record(*seq);
   ++r.preemptions;
   r.first_token_s = -1;

@@ -124,6 +124,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // admitted: loading, prefilling or decoding
   std::vector<double> load_bytes_;                  // start_transfers()'s per-tier totals
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
+  int64_t reported_capacity_ = -1;                  // HBM's cache area as last told to the backend
   Decision decision_;
 };
 

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <map>
 
 namespace kvtier {
 namespace {
@@ -465,6 +466,78 @@ TEST(Scheduler, EndIterationPublishesQueueAndBatch) {
   EXPECT_EQ(h.state.running, 1);
   EXPECT_EQ(h.state.queued, 1);
   EXPECT_EQ(h.state.input_since_sample, 4);
+}
+
+// A backend that repeats the scheduler's cache calls on a cache of its own, as kvtier-hw serve repeats
+// them on its store of real KV.
+class MirrorBackend : public FakeBackend {
+ public:
+  explicit MirrorBackend(std::vector<TierSpec> tiers) : mirror(std::move(tiers)) {}
+  void cache_admitted(uint64_t request_id, std::span<const uint64_t> block_ids,
+                      const std::vector<bool>&) override {
+    ASSERT_TRUE(mirror.admit(block_ids, admissions[request_id]));
+  }
+  void cache_released(uint64_t request_id) override {
+    mirror.release(admissions.at(request_id));
+    admissions.erase(request_id);
+  }
+  void cache_capacity_set(int tier, int64_t bytes) override { ASSERT_TRUE(mirror.set_capacity(tier, bytes)); }
+
+  TieredCache mirror;
+  std::map<uint64_t, Admission> admissions;
+};
+
+TEST(Scheduler, ABackendRepeatingItsCacheCallsHoldsEveryBlockWhereTheCacheDoes) {
+  // Shared prefixes, a DRAM tier below a 7-block HBM and decode growth that preempts: admissions, hits,
+  // evictions, releases and capacity changes all happen. Run to the end, every load landing within one iteration.
+  const std::vector<TierSpec> tiers = {tier("hbm", 7), tier("dram", 8)};
+  TieredCache cache(tiers);
+  ListDriver driver;
+  MirrorBackend backend(tiers);
+  std::vector<RequestRecord> records;
+  SchedulerState state;
+  const CostModel cost = CostModel::fixed_prefill_rate(ModelCard{}, kTokensPerS, kBytesPerToken);
+  SchedulerConfig config;
+  config.kv_space_bytes = 7 * kBlockBytes;
+  config.tier_conversions.assign(2, {1e12, 1e12});
+  config.tier_load_paths.assign(2, {});
+  for (uint64_t i = 0; i < 12; ++i) {
+    Request r = request(i, 100 * (i % 3), 2 + static_cast<int64_t>(i % 2), 3 + static_cast<int64_t>(i % 4),
+                        0.001 * static_cast<double>(i));
+    driver.add(std::move(r));
+  }
+  Scheduler scheduler(config, cost, cache, driver, backend, records, state);
+  int64_t preemptions = 0;
+  for (int iteration = 0; !scheduler.finished() && iteration < 10000; ++iteration) {
+    const Decision& d = scheduler.decide();
+    for (auto& load : backend.loads) load.done = true;  // a load lands within a step
+    if (d.kind == Decision::Kind::kStep) {
+      backend.clock += d.step.seconds;
+      scheduler.finish_step();
+    } else if (d.kind == Decision::Kind::kWait) {
+      if (d.awaited_loads.empty() && d.next_arrival_s) backend.clock = *d.next_arrival_s;
+    }
+    scheduler.end_iteration();
+  }
+  ASSERT_TRUE(scheduler.finished()) << scheduler.waiting_count() << " waiting, " << scheduler.running_count()
+                                    << " running, " << driver.completed.size() << " completed, clock " << backend.clock;
+  for (const RequestRecord& r : records) preemptions += r.preemptions;
+  EXPECT_GT(preemptions, 0);
+  EXPECT_GT(cache.traffic().flow(CacheEventKind::kDemote, 0, 1).blocks, 0);
+  EXPECT_GT(cache.traffic().flow(CacheEventKind::kPromote, 1, 0).blocks, 0);
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_EQ(backend.mirror.used_blocks(t), cache.used_blocks(t));
+    EXPECT_EQ(backend.mirror.capacity_blocks(t), cache.capacity_blocks(t));
+  }
+  for (int kind = 0; kind < kCacheEventKinds; ++kind) {
+    for (int from = -1; from < 2; ++from) {
+      for (int to = -1; to < 2; ++to) {
+        const auto k = static_cast<CacheEventKind>(kind);
+        EXPECT_EQ(backend.mirror.traffic().flow(k, from, to).blocks, cache.traffic().flow(k, from, to).blocks)
+            << event_kind_name(k) << " " << from << "->" << to;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -8,10 +8,16 @@
 // Loads are what a request waits for: the blocks its admission promotes from lower tiers, started as one
 // load per request and named by a handle. Stores (demotions, write-throughs) are background work nobody
 // waits for; the backend may queue and batch them, and an idle engine also wakes when one finishes.
+//
+// A backend that holds real KV (kvtier-hw serve) also needs to know which blocks move, not only how many
+// bytes: it is told of every call the scheduler makes on the cache, and repeats them on its own store. The
+// cache's state is a function of these calls alone (admissions, releases, capacity changes, in order), so
+// a store that repeats them places every block where the cache model does.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace kvtier {
 
@@ -34,6 +40,15 @@ class ServingBackend {
   // Queues a background copy from one tier to another, of `bytes` as the link carries them: a copy out of
   // HBM in the destination's layout (the GPU converts it first), any other in the source's.
   virtual void start_store(int from_tier, int to_tier, double bytes) = 0;
+
+  // The cache admitted a request's blocks (reported before the admission's transfers start). Under the
+  // load policy `breakeven`, hits of the tiers flagged in recompute_tier are recomputed, not loaded.
+  virtual void cache_admitted(uint64_t /*request_id*/, std::span<const uint64_t> /*block_ids*/,
+                              const std::vector<bool>& /*recompute_tier*/) {}
+  // The cache released the request's blocks (it completed, or was preempted).
+  virtual void cache_released(uint64_t /*request_id*/) {}
+  // The cache accepted a new capacity for a tier (HBM's cache area, as decode KV grows and shrinks).
+  virtual void cache_capacity_set(int /*tier*/, int64_t /*bytes*/) {}
 };
 
 }  // namespace kvtier
