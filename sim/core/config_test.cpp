@@ -82,6 +82,101 @@ TEST(Config, ModelCardRejectsNonsense) {
       << message;
 }
 
+ModelCard built_in_card(const std::string& name) {
+  return parse_model_card(load_config(name, "models"));
+}
+
+// The values of each model's published config.json (intermediate_size, vocab_size, the expert fields).
+TEST(ModelCard, BuiltInCardsCarryTheirPublishedComputeShape) {
+  for (const char* name : {"llama-3.1-8b"}) {
+    ModelCard card = built_in_card(name);
+    EXPECT_EQ(card.intermediate_size, 14336) << name;
+    EXPECT_EQ(card.vocab_size, 128256) << name;
+    EXPECT_FALSE(card.moe) << name;
+  }
+  for (const char* name : {"llama-3.1-70b", "llama-3.3-70b"}) {
+    ModelCard card = built_in_card(name);
+    EXPECT_EQ(card.intermediate_size, 28672) << name;
+    EXPECT_EQ(card.vocab_size, 128256) << name;
+    EXPECT_FALSE(card.moe) << name;
+  }
+  ModelCard qwen = built_in_card("qwen3-32b");
+  EXPECT_EQ(qwen.intermediate_size, 25600);
+  EXPECT_EQ(qwen.vocab_size, 151936);
+  EXPECT_FALSE(qwen.moe);
+  ModelCard qwen_moe = built_in_card("qwen3-30b-a3b");
+  EXPECT_EQ(qwen_moe.intermediate_size, 6144);
+  EXPECT_EQ(qwen_moe.vocab_size, 151936);
+  EXPECT_EQ(qwen_moe.moe, (MoeShape{.routed_experts = 128, .experts_per_token = 8, .shared_experts = 0,
+                                    .expert_intermediate_size = 768, .first_dense_layers = 0}));
+  ModelCard deepseek = built_in_card("deepseek-v3");
+  EXPECT_EQ(deepseek.intermediate_size, 18432);
+  EXPECT_EQ(deepseek.vocab_size, 129280);
+  EXPECT_EQ(deepseek.q_lora_rank, 1536);
+  EXPECT_EQ(deepseek.moe, (MoeShape{.routed_experts = 256, .experts_per_token = 8, .shared_experts = 1,
+                                    .expert_intermediate_size = 2048, .first_dense_layers = 3}));
+  ModelCard minimax = built_in_card("minimax-m2.5");
+  EXPECT_EQ(minimax.intermediate_size, 1536);
+  EXPECT_EQ(minimax.vocab_size, 200064);
+  EXPECT_EQ(minimax.moe, (MoeShape{.routed_experts = 256, .experts_per_token = 8, .shared_experts = 0,
+                                   .expert_intermediate_size = 1536, .first_dense_layers = 0}));
+}
+
+TEST(ModelCard, EveryBuiltInCardReadsBackFromItsYaml) {
+  for (const std::string& name : embedded_names("models")) {
+    ModelCard card = built_in_card(name);
+    EXPECT_EQ(parse_model_card(ConfigNode::load_string(model_card_yaml(card), name + ".yaml")), card) << name;
+  }
+}
+
+TEST(ModelCard, ComputeShapeIsOptionalAndChecked) {
+  const std::string base =
+      "name: m\nlayers: 4\nhidden_size: 64\nquery_heads: 4\n"
+      "attention: {kind: gqa, kv_heads: 2, head_dim: 16}\ntotal_params: 1e9\n";
+  ModelCard plain = parse_model_card(ConfigNode::load_string(base, "m.yaml"));
+  EXPECT_EQ(plain.intermediate_size, 0);
+  EXPECT_EQ(plain.vocab_size, 0);
+  EXPECT_FALSE(plain.moe);
+  auto error_with = [&](const std::string& extra) {
+    return error_of([&] { parse_model_card(ConfigNode::load_string(base + extra, "m.yaml")); });
+  };
+  EXPECT_EQ(error_with("vocab_size: 0\n"), "m.yaml:7:13: vocab_size: expected a positive integer");
+  EXPECT_EQ(error_with("intermediate_size: 16777217\n"),
+            "m.yaml:7:20: intermediate_size: expected a positive integer up to 16777216, got 16777217");
+  EXPECT_EQ(error_with("moe: {routed_experts: 8, experts_per_token: 9, expert_intermediate_size: 32}\n"),
+            "m.yaml:7:45: moe.experts_per_token: expected at most routed_experts (8), got 9");
+  EXPECT_EQ(error_with("intermediate_size: 64\n"
+                       "moe: {routed_experts: 8, experts_per_token: 2, expert_intermediate_size: 32, "
+                       "first_dense_layers: 4}\n"),
+            "m.yaml:8:98: moe.first_dense_layers: expected fewer than the 4 layers, got 4");
+  EXPECT_EQ(error_with("moe: {routed_experts: 8, experts_per_token: 2, expert_intermediate_size: 32, "
+                       "first_dense_layers: 1}\n"),
+            "m.yaml:7:98: moe.first_dense_layers: the leading dense layers need the card's intermediate_size");
+  EXPECT_EQ(error_with("moe: {routed_experts: 8, experts_per_token: 2, expert_intermediate_sise: 32}\n"),
+            "m.yaml:7:48: moe.expert_intermediate_sise: unknown key 'expert_intermediate_sise' (did you mean "
+            "'expert_intermediate_size'?)");
+  EXPECT_EQ(error_with("moe: {routed_experts: 8, experts_per_token: 2, expert_intermediate_size: 32, "
+                       "shared_experts: -1}\n"),
+            "m.yaml:7:94: moe.shared_experts: expected a non-negative integer");
+  ModelCard moe = parse_model_card(ConfigNode::load_string(
+      base + "moe: {routed_experts: 8, experts_per_token: 2, expert_intermediate_size: 32}\n", "m.yaml"));
+  EXPECT_EQ(moe.moe, (MoeShape{.routed_experts = 8, .experts_per_token = 2, .expert_intermediate_size = 32}));
+}
+
+TEST(ModelCard, QLoraRankBelongsToMlaOnly) {
+  const std::string card = "name: m\nlayers: 2\nhidden_size: 64\nquery_heads: 4\ntotal_params: 1e9\n";
+  ModelCard mla = parse_model_card(ConfigNode::load_string(
+      card + "attention: {kind: mla, kv_lora_rank: 32, qk_rope_head_dim: 8, qk_nope_head_dim: 16, "
+             "v_head_dim: 16, q_lora_rank: 48}\n",
+      "m.yaml"));
+  EXPECT_EQ(mla.q_lora_rank, 48);
+  EXPECT_NE(error_of([&] {
+              parse_model_card(ConfigNode::load_string(
+                  card + "attention: {kind: gqa, kv_heads: 2, head_dim: 16, q_lora_rank: 48}\n", "m.yaml"));
+            }).find("attention.q_lora_rank: unknown key 'q_lora_rank'"),
+            std::string::npos);
+}
+
 TEST(Config, HardwareFractionOutOfRange) {
   std::string hw =
       "name: x\ngpu: {model: g, hbm_capacity: 1GB, hbm_bandwidth: 1TB/s, bf16_dense: 1TFLOPS, "
@@ -123,7 +218,8 @@ TEST(Config, AliasesThatExpandBeyondAMillionValuesAreAnError) {
   for (int i = 1; i <= 7; ++i) {
     std::string list;
     for (int k = 0; k < 10; ++k) list += (k ? ", *a" : "*a") + std::to_string(i - 1);
-    yaml += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [" + list + "]\n";
+    const std::string anchor = std::string("a").append(std::to_string(i));
+    yaml += anchor + ": &" + anchor + " [" + list + "]\n";
   }
   std::string message = error_of([&] { ConfigNode::load_string(yaml, "bomb.yaml"); });
   EXPECT_EQ(message, "bomb.yaml: expected at most 100000 values and 1000 levels (aliases expand to more)");
