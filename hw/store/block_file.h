@@ -6,6 +6,8 @@
 // preallocates every byte up front (posix_fallocate), so that a disk too small for the store fails at
 // open and not halfway through a write, and opens it with O_DIRECT so transfers go straight between
 // the caller's (pinned) buffers and the device, bypassing the page cache, as `dd oflag=direct` does.
+// A file also hands out its descriptor, so that the store's io_uring path can queue transfers on it
+// directly; decorators return none and keep every transfer going through them.
 #pragma once
 
 #include <limits.h>  // IOV_MAX
@@ -39,6 +41,11 @@ class BlockFile {
   // REQUIRES: offset and every iov_base / iov_len are multiples of kIoAlignment (kDirect).
   virtual void write_at(uint64_t offset, std::span<const iovec> buffers) = 0;
   virtual void read_at(uint64_t offset, std::span<const iovec> buffers) = 0;
+  // What error messages call the file: its path where it has one.
+  virtual std::string name() const { return "the store's file"; }
+  // The file descriptor that asynchronous I/O (io_uring) may use in place of read_at / write_at, or -1
+  // when every transfer must go through them (a decorator that injects faults).
+  virtual int native_handle() const { return -1; }
 };
 
 class DirectFile : public BlockFile {
@@ -53,6 +60,8 @@ class DirectFile : public BlockFile {
 
   uint64_t size() const override { return bytes_; }
   const std::string& path() const { return path_; }
+  std::string name() const override { return path_; }
+  int native_handle() const override { return fd_; }
   void write_at(uint64_t offset, std::span<const iovec> buffers) override;
   void read_at(uint64_t offset, std::span<const iovec> buffers) override;
 

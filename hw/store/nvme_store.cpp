@@ -1,11 +1,14 @@
 #include "hw/store/nvme_store.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
-#include <mutex>
+#include <filesystem>
 #include <unordered_set>
 
 #include "hw/store/block_checksum.h"
-#include "hw/store/parallel_for.h"
+#include "hw/store/memory_region.h"
 #include "hw/store/store_error.h"
 
 namespace kvtier::hw {
@@ -15,46 +18,122 @@ bool is_io_aligned(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kIoAlignment == 0;
 }
 
+// Refuses to create a store over an existing file, saying what that file holds.
+void require_absent(const std::string& path) {
+  if (!std::filesystem::exists(path)) return;
+  std::vector<std::byte> first_block(kStoreHeaderBytes);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const ssize_t got = fd < 0 ? -1 : ::pread(fd, first_block.data(), first_block.size(), 0);
+  if (fd >= 0) ::close(fd);
+  const std::string holds = got < 0 ? "data that cannot be read" : describe_store_file(first_block);
+  throw StoreError(StoreErrc::kIo, "cannot create " + path + ": it already exists and holds " + holds +
+                                       "; an NVMe store's index lives in memory, so no earlier store's blocks "
+                                       "can be read back: remove the file or choose another path");
+}
+
+std::vector<std::unique_ptr<BlockFile>> one_file(std::unique_ptr<BlockFile> file) {
+  std::vector<std::unique_ptr<BlockFile>> files;
+  files.push_back(std::move(file));
+  return files;
+}
+
+int ring_threads(const NvmeStoreOptions& options, size_t files) {
+  return options.io_threads > 0 ? options.io_threads : static_cast<int>(files);
+}
+
 }  // namespace
 
-uint64_t NvmeStore::file_bytes(const NvmeStoreOptions& options) {
-  return round_up_to_io(options.block_bytes) * options.capacity_blocks;
+uint64_t NvmeStore::file_bytes(const NvmeStoreOptions& options, size_t files) {
+  const uint64_t slots_per_file = (options.capacity_blocks + files - 1) / std::max<size_t>(files, 1);
+  return kStoreHeaderBytes + round_up_to_io(options.block_bytes) * slots_per_file;
 }
 
 std::unique_ptr<NvmeStore> NvmeStore::create(const std::string& path, const NvmeStoreOptions& options,
                                              IoMode mode) {
-  return std::make_unique<NvmeStore>(std::make_unique<DirectFile>(path, file_bytes(options), mode), options);
+  return create_striped({path}, options, mode);
+}
+
+std::unique_ptr<NvmeStore> NvmeStore::create_striped(const std::vector<std::string>& paths,
+                                                     const NvmeStoreOptions& options, IoMode mode) {
+  for (const std::string& path : paths) require_absent(path);
+  std::vector<std::unique_ptr<BlockFile>> files;
+  for (const std::string& path : paths) {
+    files.push_back(std::make_unique<DirectFile>(path, file_bytes(options, paths.size()), mode));
+  }
+  return std::make_unique<NvmeStore>(std::move(files), options);
 }
 
 NvmeStore::NvmeStore(std::unique_ptr<BlockFile> file, const NvmeStoreOptions& options)
-    : file_(std::move(file)),
+    : NvmeStore(one_file(std::move(file)), options) {}
+
+NvmeStore::NvmeStore(std::vector<std::unique_ptr<BlockFile>> files, const NvmeStoreOptions& options)
+    : files_(std::move(files)),
       options_(options),
       slot_bytes_(round_up_to_io(options.block_bytes)),
-      slots_(options.capacity_blocks) {
-  if (options.block_bytes == 0 || options.capacity_blocks == 0 || options.queue_depth < 1) {
+      slots_(options.capacity_blocks),
+      io_(options.io_path, options.queue_depth, ring_threads(options, files_.size())) {
+  if (options.block_bytes == 0 || options.capacity_blocks == 0 || options.queue_depth < 1 || files_.empty()) {
     throw StoreError(StoreErrc::kBadRequest,
-                     "an NVMe store needs block_bytes, capacity_blocks and queue_depth > 0");
+                     "an NVMe store needs block_bytes, capacity_blocks, queue_depth and files > 0");
   }
-  if (file_->size() < file_bytes(options)) {
-    throw StoreError(StoreErrc::kBadRequest, "the store's file holds " + std::to_string(file_->size()) +
-                                                 " bytes, fewer than the " +
-                                                 std::to_string(file_bytes(options)) + " its slots need");
+  require_fresh_files();
+  const uint64_t needed = file_bytes(options, files_.size());
+  for (const auto& file : files_) {
+    if (file->size() < needed) {
+      throw StoreError(StoreErrc::kBadRequest, file->name() + " holds " + std::to_string(file->size()) +
+                                                   " bytes, fewer than the " + std::to_string(needed) +
+                                                   " its header and slots need");
+    }
+  }
+  write_headers();
+}
+
+void NvmeStore::require_fresh_files() const {
+  MemoryRegion block = allocate_host_region(kStoreHeaderBytes);
+  const iovec buffer{block.data(), kStoreHeaderBytes};
+  for (const auto& file : files_) {
+    const uint64_t readable = std::min(file->size(), kStoreHeaderBytes);
+    std::fill_n(block.data(), kStoreHeaderBytes, std::byte{0});
+    if (readable == kStoreHeaderBytes) file->read_at(0, {&buffer, 1});
+    require_fresh_file(file->name(), {block.data(), kStoreHeaderBytes});
+  }
+}
+
+void NvmeStore::write_headers() {
+  MemoryRegion block = allocate_host_region(kStoreHeaderBytes);
+  const iovec buffer{block.data(), kStoreHeaderBytes};
+  for (size_t i = 0; i < files_.size(); ++i) {
+    const StoreFileHeader header{.checksum = options_.checksum,
+                                 .slot_bytes = slot_bytes_,
+                                 .slots = (options_.capacity_blocks + files_.size() - 1 - i) / files_.size(),
+                                 .stripe_index = static_cast<uint32_t>(i),
+                                 .stripe_count = static_cast<uint32_t>(files_.size())};
+    const std::vector<std::byte> encoded = encode_header(header);
+    std::copy(encoded.begin(), encoded.end(), block.data());
+    files_[i]->write_at(0, {&buffer, 1});
   }
 }
 
 std::vector<NvmeStore::IoGroup> NvmeStore::group_ios(std::vector<SlotBuffer> items) const {
-  std::sort(items.begin(), items.end(),
-            [](const SlotBuffer& a, const SlotBuffer& b) { return a.slot < b.slot; });
+  const size_t files = files_.size();
+  // By file, then by slot within the file: slots s and s + files sit side by side on disk.
+  std::sort(items.begin(), items.end(), [files](const SlotBuffer& a, const SlotBuffer& b) {
+    return std::pair(a.slot % files, a.slot) < std::pair(b.slot % files, b.slot);
+  });
   std::vector<IoGroup> groups;
+  std::vector<size_t> rank;  // the group's position among its file's groups
   for (const SlotBuffer& item : items) {
     IoGroup* last = groups.empty() ? nullptr : &groups.back();
-    // A block extends the previous I/O only if the file range stays contiguous: the previous
+    // A block extends the previous I/O only if the file range stays contiguous: same file, the previous
     // block filled its whole slot and this slot follows it.
-    const bool extends = last != nullptr && last->first_slot + last->blocks.size() == item.slot &&
+    const bool extends = last != nullptr && last->first_slot % files == item.slot % files &&
+                         last->first_slot + last->blocks.size() * files == item.slot &&
                          last->buffers.back().iov_len == slot_bytes_ &&
                          last->bytes + item.buffer.iov_len <= options_.max_io_bytes &&
                          last->buffers.size() < static_cast<size_t>(IOV_MAX);
     if (!extends) {
+      const bool same_file = last != nullptr && last->first_slot % files == item.slot % files;
+      rank.push_back(same_file ? rank.back() + 1 : 0);
       groups.push_back({item.slot, {}, {}, 0});
       last = &groups.back();
     }
@@ -62,7 +141,21 @@ std::vector<NvmeStore::IoGroup> NvmeStore::group_ios(std::vector<SlotBuffer> ite
     last->buffers.push_back(item.buffer);
     last->bytes += item.buffer.iov_len;
   }
-  return groups;
+  // Issue order alternates between files, so every drive has I/Os in flight from the start.
+  std::vector<size_t> order(groups.size());
+  for (size_t g = 0; g < order.size(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rank[a] < rank[b]; });
+  std::vector<IoGroup> interleaved;
+  for (size_t g : order) interleaved.push_back(std::move(groups[g]));
+  return interleaved;
+}
+
+std::vector<IoRequest> NvmeStore::requests_for(const std::vector<IoGroup>& groups) const {
+  std::vector<IoRequest> requests;
+  for (const IoGroup& group : groups) {
+    requests.push_back({&file_of(group.first_slot), offset_of(group.first_slot), group.buffers});
+  }
+  return requests;
 }
 
 void NvmeStore::put(std::span<const BlockWrite> blocks) {
@@ -92,11 +185,15 @@ void NvmeStore::put(std::span<const BlockWrite> blocks) {
   }
   const std::vector<IoGroup> groups = group_ios(std::move(items));
   std::vector<uint32_t> checksums(blocks.size());
+  const bool checksummed = options_.checksum == ChecksumKind::kCrc32c;
   try {
-    parallel_for(groups.size(), options_.queue_depth, [&](size_t g) {
-      for (size_t block : groups[g].blocks) checksums[block] = block_checksum(blocks[block].bytes);
-      file_->write_at(groups[g].first_slot * slot_bytes_, groups[g].buffers);
-    });
+    io_.run(
+        IoDirection::kWrite, requests_for(groups),
+        [&](size_t g) {
+          if (!checksummed) return;
+          for (size_t block : groups[g].blocks) checksums[block] = block_checksum(blocks[block].bytes);
+        },
+        [](size_t) {});
   } catch (...) {
     slots_.release(*slots);  // the keys still point at their previous slots, untouched
     throw;
@@ -109,6 +206,7 @@ void NvmeStore::put(std::span<const BlockWrite> blocks) {
 
 void NvmeStore::get(std::span<const BlockRead> blocks) {
   std::vector<SlotBuffer> items;
+  std::vector<const Entry*> entries;
   for (size_t i = 0; i < blocks.size(); ++i) {
     const auto found = index_.find(blocks[i].key);
     if (found == index_.end()) {
@@ -122,24 +220,29 @@ void NvmeStore::get(std::span<const BlockRead> blocks) {
                                                    std::to_string(io_bytes) + " bytes");
     }
     items.push_back({found->second.slot, i, iovec{blocks[i].buffer.data(), io_bytes}});
+    entries.push_back(&found->second);
   }
   const std::vector<IoGroup> groups = group_ios(std::move(items));
   std::vector<char> corrupt(blocks.size(), 0);
-  parallel_for(groups.size(), options_.queue_depth, [&](size_t g) {
-    file_->read_at(groups[g].first_slot * slot_bytes_, groups[g].buffers);
-    for (size_t block : groups[g].blocks) {
-      const Entry& entry = index_.at(blocks[block].key);
-      corrupt[block] = block_checksum(blocks[block].buffer.first(entry.bytes)) != entry.checksum;
-    }
-  });
-  std::string corrupt_keys;
+  const bool checksummed = options_.checksum == ChecksumKind::kCrc32c;
+  io_.run(
+      IoDirection::kRead, requests_for(groups), [](size_t) {},
+      [&](size_t g) {
+        if (!checksummed) return;
+        for (size_t block : groups[g].blocks) {
+          corrupt[block] = block_checksum(blocks[block].buffer.first(entries[block]->bytes)) != entries[block]->checksum;
+        }
+      });
+  std::string corrupt_blocks;
   for (size_t i = 0; i < blocks.size(); ++i) {
     if (!corrupt[i]) continue;
-    corrupt_keys += (corrupt_keys.empty() ? "" : ", ") + std::to_string(blocks[i].key);
+    const uint64_t slot = entries[i]->slot;
+    corrupt_blocks += (corrupt_blocks.empty() ? "" : ", ") + std::to_string(blocks[i].key) + " (" +
+                      file_of(slot).name() + " at offset " + std::to_string(offset_of(slot)) + ")";
     erase(blocks[i].key);
   }
-  if (!corrupt_keys.empty()) {
-    throw StoreError(StoreErrc::kCorrupt, "checksum mismatch reading key(s) " + corrupt_keys +
+  if (!corrupt_blocks.empty()) {
+    throw StoreError(StoreErrc::kCorrupt, "CRC-32C mismatch reading key(s) " + corrupt_blocks +
                                               "; they were dropped from the NVMe store");
   }
 }

@@ -1,16 +1,20 @@
-// The NVMe tier: KV blocks stored by key in one preallocated file, with a checksum per block.
+// The NVMe tier: KV blocks stored by key in preallocated files, with a checksum per block.
 //
-// The file is an array of equal slots (the largest block, rounded up to 4 KiB). put() writes a batch
+// The store's slots (the largest block, rounded up to 4 KiB) are spread round-robin over one or more
+// files, one per drive (slot s lives in file s mod N), after each file's 4 KiB header (store_format.h:
+// format 2, the checksum used, the file's place in the stripe). put() writes a batch
 // of blocks into free slots and only then points their keys at them, so a write that fails (disk
 // error, injected fault) leaves every key as it was: the old copy of an overwritten key stays
-// readable. A full store refuses a batch before writing any of it. get() verifies each block's CRC-32
-// against the one recorded at put(); a mismatch is an error naming the key, the block is dropped from
-// the index, and its bytes are never handed out as valid.
+// readable. A full store refuses a batch before writing any of it. get() verifies each block's CRC-32C
+// against the one recorded at put(); a mismatch is an error naming the key, the file and the offset, the
+// block is dropped from the index, and its bytes are never handed out as valid. The checksum can be
+// turned off (`checksum = ChecksumKind::kNone`) for paths whose data is verified elsewhere (GPUDirect).
 //
 // Throughput: a batch's blocks go into the lowest free slots, so blocks from one batch usually sit
-// side by side; adjacent full slots are merged into one vectored I/O of up to `max_io_bytes`, and up
-// to `queue_depth` I/Os run at once on worker threads (the GPU machine has no io_uring), which is how
-// small pages reach the bandwidth of large sequential transfers.
+// side by side in each file; adjacent full slots of a file are merged into one vectored I/O of up to
+// `max_io_bytes`, I/Os alternate between files, and up to `queue_depth` run at once (IoQueue: io_uring
+// where the kernel allows it, else worker threads). Checksums run on the I/O threads, each block's as its
+// write is issued or its read completes, overlapped with the other I/Os in flight.
 //
 // Buffers passed in must be 4 KiB-aligned and hold round_up_to_io(size) bytes (O_DIRECT transfers
 // whole 4 KiB units); the pinned host pool's pages are. Not thread-safe: one batch at a time.
@@ -25,7 +29,9 @@
 #include <vector>
 
 #include "hw/store/block_file.h"
+#include "hw/store/io_queue.h"
 #include "hw/store/slot_allocator.h"
+#include "hw/store/store_format.h"
 
 namespace kvtier::hw {
 
@@ -46,17 +52,26 @@ struct NvmeStoreOptions {
   uint64_t capacity_blocks = 0;        // slots in the file
   int queue_depth = 8;                 // I/Os in flight at once
   uint64_t max_io_bytes = 8ull << 20;  // adjacent blocks merged into one I/O up to this size
+  IoPath io_path = IoPath::kAuto;      // io_uring where the kernel allows it, else worker threads
+  int io_threads = 0;                  // io_uring threads, each with its own ring; 0: one per file
+  ChecksumKind checksum = ChecksumKind::kCrc32c;  // kNone: no checksum at put or get
 };
 
 class NvmeStore {
  public:
-  // Bytes of file a store with these options needs.
-  static uint64_t file_bytes(const NvmeStoreOptions& options);
-  // Creates and preallocates the file at `path` (it must not exist); removed when the store is destroyed.
+  // Bytes of each file a store with these options needs when striped over `files` files.
+  static uint64_t file_bytes(const NvmeStoreOptions& options, size_t files = 1);
+  // Creates and preallocates the file at `path` (it must not exist: an existing file is refused with a
+  // message saying what it holds); removed when the store is destroyed.
   static std::unique_ptr<NvmeStore> create(const std::string& path, const NvmeStoreOptions& options,
                                            IoMode mode = IoMode::kDirect);
-  // REQUIRES: file->size() >= file_bytes(options).
+  // The same over one file per path (one per drive), blocks striped round-robin across them.
+  static std::unique_ptr<NvmeStore> create_striped(const std::vector<std::string>& paths,
+                                                   const NvmeStoreOptions& options, IoMode mode = IoMode::kDirect);
+  // Writes each file's header. Throws StoreError(kBadRequest) naming a file whose header block is not
+  // all zeros (not a fresh file) or that is smaller than file_bytes(options, files.size()).
   NvmeStore(std::unique_ptr<BlockFile> file, const NvmeStoreOptions& options);
+  NvmeStore(std::vector<std::unique_ptr<BlockFile>> files, const NvmeStoreOptions& options);
 
   // Stores every block or none: throws StoreError (kFull before any I/O, kIo on a failed write,
   // kBadRequest for an oversized block or a key twice in the batch) and then no key has changed.
@@ -71,6 +86,9 @@ class NvmeStore {
   uint64_t free_blocks() const { return slots_.free_count(); }
   uint64_t stored_blocks() const { return index_.size(); }
   uint64_t slot_bytes() const { return slot_bytes_; }
+  size_t file_count() const { return files_.size(); }
+  // "io_uring" or "threads": how put() and get() move bytes for files with a descriptor.
+  const char* io_path() const { return io_.path_name(); }
 
  private:
   struct Entry {
@@ -78,7 +96,8 @@ class NvmeStore {
     uint64_t bytes = 0;
     uint32_t checksum = 0;
   };
-  // One vectored I/O: consecutive slots starting at `first_slot`, one buffer per block.
+  // One vectored I/O: consecutive slots of one file starting at `first_slot` (global numbering), one
+  // buffer per block.
   struct IoGroup {
     uint64_t first_slot = 0;
     std::vector<size_t> blocks;  // indices into the batch
@@ -92,12 +111,18 @@ class NvmeStore {
   };
 
   std::vector<IoGroup> group_ios(std::vector<SlotBuffer> items) const;
+  std::vector<IoRequest> requests_for(const std::vector<IoGroup>& groups) const;
+  void require_fresh_files() const;
+  void write_headers();
+  BlockFile& file_of(uint64_t slot) const { return *files_[slot % files_.size()]; }
+  uint64_t offset_of(uint64_t slot) const { return kStoreHeaderBytes + slot / files_.size() * slot_bytes_; }
 
-  std::unique_ptr<BlockFile> file_;
+  std::vector<std::unique_ptr<BlockFile>> files_;
   NvmeStoreOptions options_;
   uint64_t slot_bytes_;
   SlotAllocator slots_;
   std::unordered_map<BlockKey, Entry> index_;
+  IoQueue io_;
 };
 
 }  // namespace kvtier::hw
