@@ -2,16 +2,41 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "sim/core/config.h"
 
 namespace kvtier {
+namespace {
 
-CostModel::CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token)
-    : model_(model), kv_bytes_per_token_(kv_bytes_per_token) {
+void require_step_costs(const StepCosts& c) {
+  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (!(non_negative(c.step_overhead_s) && positive(c.linear_mfu) && positive(c.attention_mfu) &&
+        non_negative(c.attention_half_rate_keys) && positive(c.attention_bandwidth_efficiency))) {
+    throw std::invalid_argument(
+        "step costs: rates must be positive and finite, the overhead and half-rate keys 0 or more");
+  }
+}
+
+}  // namespace
+
+int64_t StepWork::tokens() const {
+  int64_t tokens = decodes;
+  for (const Chunk& chunk : prefills) tokens += chunk.new_tokens;
+  return tokens;
+}
+
+CostModel::CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+                     std::optional<StepCosts> step_costs)
+    : model_(model), kv_bytes_per_token_(kv_bytes_per_token), step_costs_(step_costs) {
   const GpuSpec& gpu = hardware.gpu;
   achieved_flops_ = gpu.count * hardware.peak_flops(model.weight_dtype) * gpu.prefill_mfu;
   achieved_hbm_bandwidth_ = gpu.count * gpu.hbm_bandwidth * gpu.memory_bandwidth_efficiency;
+  peak_flops_ = gpu.count * hardware.peak_flops(model.weight_dtype);
+  hbm_bandwidth_ = gpu.count * gpu.hbm_bandwidth;
+  if (step_costs_) require_step_costs(*step_costs_);
 }
 
 CostModel CostModel::fixed_prefill_rate(const ModelCard& model, double tokens_per_s,
@@ -32,10 +57,14 @@ double CostModel::attention_flops_per_pair() const {
   return 2.0 * model_.query_heads * (model_.qk_dim() + model_.v_dim()) * model_.layers;
 }
 
-double CostModel::prefill_flops(int64_t cached_tokens, int64_t new_tokens) const {
+double CostModel::attention_flops(int64_t cached_tokens, int64_t new_tokens) const {
   double n = static_cast<double>(new_tokens);
   double pairs = n * static_cast<double>(cached_tokens) + n * (n + 1) / 2;  // causal: token i sees cached + i
-  return 2.0 * model_.active_params * n + attention_flops_per_pair() * pairs;
+  return attention_flops_per_pair() * pairs;
+}
+
+double CostModel::prefill_flops(int64_t cached_tokens, int64_t new_tokens) const {
+  return 2.0 * model_.active_params * static_cast<double>(new_tokens) + attention_flops(cached_tokens, new_tokens);
 }
 
 double CostModel::decode_flops(int64_t batch, int64_t context_tokens) const {
@@ -43,15 +72,61 @@ double CostModel::decode_flops(int64_t batch, int64_t context_tokens) const {
          attention_flops_per_pair() * static_cast<double>(context_tokens);
 }
 
+double CostModel::weight_bytes_touched(int64_t tokens) const {
+  return std::min(model_.total_params, model_.active_params * static_cast<double>(tokens)) *
+         model_.weight_bytes_per_param;
+}
+
 double CostModel::step_seconds(double flops, double kv_bytes, int64_t tokens) const {
   if (tokens <= 0) return 0;
   if (fixed_rate_) return static_cast<double>(tokens) / *fixed_rate_;
-  double weight_bytes = std::min(model_.total_params, model_.active_params * static_cast<double>(tokens)) *
-                        model_.weight_bytes_per_param;
-  return std::max(flops / achieved_flops_, (weight_bytes + kv_bytes) / achieved_hbm_bandwidth_);
+  return std::max(flops / achieved_flops_, (weight_bytes_touched(tokens) + kv_bytes) / achieved_hbm_bandwidth_);
+}
+
+StepTerms CostModel::step_terms(const StepWork& work) const {
+  const int64_t tokens = work.tokens();
+  StepTerms terms{.linear_flops = 2.0 * model_.active_params * static_cast<double>(tokens),
+                  .weight_bytes = weight_bytes_touched(tokens),
+                  .decode_kv_bytes = kv_bytes_per_token_ * static_cast<double>(work.decode_context)};
+  for (const StepWork::Chunk& chunk : work.prefills) {
+    const double flops = attention_flops(chunk.cached_tokens, chunk.new_tokens);
+    terms.attention_flops += flops;
+    terms.attention_flops_per_key += flops / static_cast<double>(chunk.cached_tokens + chunk.new_tokens);
+  }
+  return terms;
+}
+
+double CostModel::serving_step_seconds(const StepWork& work) const {
+  const StepCosts& c = *step_costs_;
+  const StepTerms t = step_terms(work);
+  const double linear = std::max(t.linear_flops / (peak_flops_ * c.linear_mfu),
+                                 t.weight_bytes / achieved_hbm_bandwidth_);
+  const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys) /
+                           (peak_flops_ * c.attention_mfu);
+  const double decode_attention = t.decode_kv_bytes / (hbm_bandwidth_ * c.attention_bandwidth_efficiency);
+  return c.step_overhead_s + linear + attention + decode_attention;
+}
+
+double CostModel::step_seconds(const StepWork& work) const {
+  const int64_t tokens = work.tokens();
+  if (tokens <= 0) return 0;
+  if (step_costs_) return serving_step_seconds(work);
+  double flops = 0, kv_bytes = 0;
+  for (const StepWork::Chunk& chunk : work.prefills) {
+    flops += prefill_flops(chunk.cached_tokens, chunk.new_tokens);
+    kv_bytes += kv_bytes_per_token_ * static_cast<double>(chunk.cached_tokens + chunk.new_tokens);
+  }
+  flops += decode_flops(work.decodes, work.decode_context);
+  kv_bytes += kv_bytes_per_token_ * static_cast<double>(work.decode_context);
+  return step_seconds(flops, kv_bytes, tokens);
 }
 
 double CostModel::prefill_seconds(int64_t cached_tokens, int64_t new_tokens) const {
+  if (step_costs_) {
+    StepWork work;
+    work.add_prefill(cached_tokens, new_tokens);
+    return step_seconds(work);
+  }
   double kv_bytes =
       kv_bytes_per_token_ * (static_cast<double>(cached_tokens) + static_cast<double>(new_tokens));
   return step_seconds(prefill_flops(cached_tokens, new_tokens), kv_bytes, new_tokens);
@@ -62,6 +137,11 @@ double CostModel::prefill_tokens_per_s(int64_t tokens) const {
 }
 
 double CostModel::decode_step_seconds(int64_t batch, int64_t context_tokens) const {
+  if (step_costs_) {
+    StepWork work;
+    work.add_decodes(batch, context_tokens);
+    return step_seconds(work);
+  }
   return step_seconds(decode_flops(batch, context_tokens),
                       kv_bytes_per_token_ * static_cast<double>(context_tokens), batch);
 }

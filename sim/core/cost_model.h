@@ -6,22 +6,74 @@
 // over the achieved compute rate (GPUs × peak × prefill_mfu), floored by the time to stream the
 // weights touched and the KV through HBM. Decode reads the weights and every running request's KV
 // once per step (memory-bound), floored by its FLOPs. A mixed step (chunked prefill beside decode)
-// adds up the FLOPs and bytes of both and takes the larger of the two times. docs/cost-model.md derives each
-// term.
+// adds up the FLOPs and bytes of both and takes the larger of the two times.
+//
+// With StepCosts (the `serving` part of a calibration, fitted to timed forward-pass steps) a step is
+// priced term by term instead, as the forward pass spends it:
+//   overhead + max(linear FLOPs / linear rate, weight bytes / HBM rate)
+//            + Σ_chunks attention FLOPs / attention rate(keys)  +  decode KV bytes / attention bandwidth
+// where attention rate(keys) = peak × attention_mfu × keys / (keys + attention_half_rate_keys): the
+// kernel's throughput rises with the keys each query sees and levels off. docs/cost-model.md derives
+// each term.
 #pragma once
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
 
 namespace kvtier {
 
+// The serving terms of a step's time. Fractions are of the GPUs' peak (the model's weight dtype) and HBM
+// bandwidth, relative to the FLOP and byte counts of this cost model for the card they were fitted with.
+struct StepCosts {
+  double step_overhead_s = 0;                  // fixed time of every step (launches, the batch upload)
+  double linear_mfu = 0;                       // linear layers' FLOPs over peak
+  double attention_mfu = 0;                    // prefill attention's rate over peak, at many keys
+  double attention_half_rate_keys = 0;         // keys at which prefill attention runs at half that rate
+  double attention_bandwidth_efficiency = 0;   // decode attention's KV read rate over HBM bandwidth
+};
+
+// One engine step's work: prefill chunks and a batch of decodes. Add in the scheduler's order (chunks,
+// then decodes): the default formula sums FLOPs and bytes in that order.
+struct StepWork {
+  struct Chunk {
+    int64_t cached_tokens = 0;
+    int64_t new_tokens = 0;
+  };
+  std::vector<Chunk> prefills;
+  int64_t decodes = 0;         // sequences decoding one token each
+  int64_t decode_context = 0;  // their KV tokens, summed
+
+  void add_prefill(int64_t cached_tokens, int64_t new_tokens) { prefills.push_back({cached_tokens, new_tokens}); }
+  void add_decodes(int64_t batch, int64_t context_tokens) {
+    decodes += batch;
+    decode_context += context_tokens;
+  }
+  int64_t tokens() const;
+};
+
+// The quantities StepCosts' rates divide, for one step: step time under StepCosts is
+//   overhead + max(linear_flops / linear rate, weight_bytes / HBM rate)
+//   + attention_flops / attention rate + attention_flops_per_key × half_rate_keys / attention rate
+//   + decode_kv_bytes / attention bandwidth
+// (the attention rate being that at many keys). The fit (hw/tools/step_fit.h) solves for the rates.
+struct StepTerms {
+  double linear_flops = 0;
+  double weight_bytes = 0;
+  double attention_flops = 0;          // prefill chunks' attention
+  double attention_flops_per_key = 0;  // Σ chunk attention FLOPs / (cached + new) of the chunk
+  double decode_kv_bytes = 0;
+};
+
 class CostModel {
  public:
-  // `kv_bytes_per_token` is that of the layout held in HBM, for the memory terms.
-  CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token);
+  // `kv_bytes_per_token` is that of the layout held in HBM, for the memory terms. Without `step_costs`
+  // the default formula prices steps.
+  CostModel(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+            std::optional<StepCosts> step_costs = std::nullopt);
   // A flat prefill rate instead of the FLOP model (the --prefill-tokens-per-s what-if). Throws ConfigError
   // unless `tokens_per_s` is positive and finite.
   static CostModel fixed_prefill_rate(const ModelCard& model, double tokens_per_s, double kv_bytes_per_token);
@@ -34,23 +86,36 @@ class CostModel {
   double decode_step_seconds(int64_t batch, int64_t context_tokens) const;
   double decode_flops(int64_t batch, int64_t context_tokens) const;
 
-  // One engine step of mixed work: `flops` of compute, `kv_bytes` of KV read or written, `tokens` tokens
-  // processed (a MoE step touches at most every expert, at least the active ones for each token).
+  // One engine step: the default formula, or the serving terms when the model has StepCosts.
+  double step_seconds(const StepWork& work) const;
+  // The default formula's roofline for `flops` of compute, `kv_bytes` of KV read or written and `tokens`
+  // tokens processed (a MoE step touches at most every expert, at least the active ones for each token).
   double step_seconds(double flops, double kv_bytes, int64_t tokens) const;
-  double kv_bytes_per_token() const { return kv_bytes_per_token_; }
+  StepTerms step_terms(const StepWork& work) const;
 
+  double kv_bytes_per_token() const { return kv_bytes_per_token_; }
   double achieved_flops() const { return achieved_flops_; }
   double achieved_hbm_bandwidth() const { return achieved_hbm_bandwidth_; }
+  // Of all the instance's GPUs: the rates StepCosts' fractions multiply.
+  double peak_flops() const { return peak_flops_; }
+  double hbm_bandwidth() const { return hbm_bandwidth_; }
+  const std::optional<StepCosts>& step_costs() const { return step_costs_; }
 
  private:
   CostModel() = default;
   double attention_flops_per_pair() const;
+  double attention_flops(int64_t cached_tokens, int64_t new_tokens) const;
+  double weight_bytes_touched(int64_t tokens) const;
+  double serving_step_seconds(const StepWork& work) const;
 
   ModelCard model_;
   double achieved_flops_ = 0;
   double achieved_hbm_bandwidth_ = 0;
+  double peak_flops_ = 0;
+  double hbm_bandwidth_ = 0;
   double kv_bytes_per_token_ = 0;
   std::optional<double> fixed_rate_;
+  std::optional<StepCosts> step_costs_;
 };
 
 }  // namespace kvtier

@@ -88,6 +88,82 @@ TEST(CostModel, TurnTokensThatOverflowAreAnError) {
   EXPECT_DOUBLE_EQ(cost.prefill_seconds(int64_t{1} << 61, int64_t{1} << 61), 0x1p61 / 1000);
 }
 
+// The step costs a calibration's `serving` part holds, set by hand for the tests below.
+StepCosts hand_step_costs() {
+  return {.step_overhead_s = 1e-3,
+          .linear_mfu = 0.6,
+          .attention_mfu = 0.4,
+          .attention_half_rate_keys = 1000,
+          .attention_bandwidth_efficiency = 0.8};
+}
+
+TEST(CostModel, StepWorkWithoutStepCostsIsTheSummedRoofline) {
+  // The scheduler summed each chunk's FLOPs and KV bytes, then the decodes', and took the roofline: a
+  // StepWork must give the very same double.
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost(m, hardware("h200"), 131072);
+  StepWork work;
+  work.add_prefill(3000, 1024);
+  work.add_prefill(0, 517);
+  work.add_decodes(37, 37 * 9000);
+  double flops = cost.prefill_flops(3000, 1024) + cost.prefill_flops(0, 517);
+  double kv_bytes = 131072.0 * 4024 + 131072.0 * 517;
+  flops += cost.decode_flops(37, 37 * 9000);
+  kv_bytes += 131072.0 * 37 * 9000;
+  EXPECT_EQ(work.tokens(), 1024 + 517 + 37);
+  EXPECT_EQ(cost.step_seconds(work), cost.step_seconds(flops, kv_bytes, 1024 + 517 + 37));
+  EXPECT_EQ(cost.step_seconds(StepWork{}), 0);
+}
+
+TEST(CostModel, ServingTermsPriceAPrefillByHand) {
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost(m, hardware("h200"), 131072, hand_step_costs());
+  // 4,096 tokens after 4,096 cached. Linear: 2 × 8.03e9 × 4096 FLOPs at 0.6 × 989 TFLOP/s (the weights,
+  // 16.06 GB at 4.2 TB/s, take less). Attention: pairs 4096 × 4096 + 4096 × 4097 / 2, 2 × 32 × 256 × 32
+  // FLOPs each, at 0.4 × 989 TFLOP/s × 8192 / (8192 + 1000).
+  double linear = 2 * 8.03e9 * 4096 / (0.6 * 989e12);
+  double pairs = 4096.0 * 4096 + 4096.0 * 4097 / 2;
+  double attention = pairs * 2 * 32 * 256 * 32 / (0.4 * 989e12 * 8192 / 9192);
+  EXPECT_NEAR(cost.prefill_seconds(4096, 4096), 1e-3 + linear + attention, 1e-12);
+}
+
+TEST(CostModel, ServingTermsPriceADecodeBatchByHand) {
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost(m, hardware("h200"), 131072, hand_step_costs());
+  // 8 sequences of 8K: the weights (16.06 GB at 0.875 × 4.8 TB/s) outlast 2 × 8.03e9 × 8 FLOPs; the KV,
+  // 8 × 8192 × 131072 bytes, streams at 0.8 × 4.8 TB/s; decode attention's FLOPs are in that rate.
+  double weights = 8.03e9 * 2 / (0.875 * 4.8e12);
+  double kv = 8.0 * 8192 * 131072 / (0.8 * 4.8e12);
+  EXPECT_NEAR(cost.decode_step_seconds(8, 8 * 8192), 1e-3 + weights + kv, 1e-12);
+}
+
+TEST(CostModel, ServingAttentionRateRisesWithKeysToItsPeak) {
+  ModelCard m = card("llama-3.1-8b");
+  HardwareConfig h200 = hardware("h200");
+  CostModel cost(m, h200, 131072, hand_step_costs());
+  StepCosts free_attention = hand_step_costs();
+  free_attention.attention_mfu = 1e12;
+  CostModel no_attention(m, h200, 131072, free_attention);
+  // A chunk's attention time is its FLOPs over 0.4 × peak × keys / (keys + 1000): at 1,000 keys half
+  // the peak rate, at 1M keys within 0.1 % of it.
+  auto attention_rate = [&](int64_t cached, int64_t fresh) {
+    return (cost.prefill_flops(cached, fresh) - 2 * 8.03e9 * static_cast<double>(fresh)) /
+           (cost.prefill_seconds(cached, fresh) - no_attention.prefill_seconds(cached, fresh));
+  };
+  EXPECT_NEAR(attention_rate(488, 512) / (0.4 * 989e12), 0.5, 1e-6);
+  EXPECT_NEAR(attention_rate(1 << 20, 512) / (0.4 * 989e12), 1.0, 1e-3);
+}
+
+TEST(CostModel, StepCostsMustBePositiveRates) {
+  ModelCard m = card("llama-3.1-8b");
+  StepCosts zero_mfu = hand_step_costs();
+  zero_mfu.linear_mfu = 0;
+  StepCosts negative_overhead = hand_step_costs();
+  negative_overhead.step_overhead_s = -1e-3;
+  for (const StepCosts& costs : {zero_mfu, negative_overhead})
+    EXPECT_THROW(CostModel(m, hardware("h200"), 131072, costs), std::invalid_argument);
+}
+
 // Before, the count was cast to int: 2^32 + 1 GPUs became one.
 TEST(Hardware, DeviceCountsBeyondTheirLimitAreErrors) {
   std::ifstream file("configs/hardware/h200.yaml");
