@@ -180,6 +180,21 @@ void TieredStore::release(StoreAdmission& admission) {
   admission.deferred_.clear();
 }
 
+bool TieredStore::set_hbm_capacity(int64_t bytes) {
+  throw_if_failed();
+  const int hbm = tier_of(Medium::kHbm);
+  if (bytes / cache_.tier(hbm).bytes_per_block() > device_.page_count()) {
+    bad_request("an HBM capacity of " + std::to_string(bytes) + " bytes needs more pages than the device's " +
+                std::to_string(device_.page_count()));
+  }
+  log_.events.clear();
+  if (!cache_.set_capacity(hbm, bytes)) return false;
+  batch_seconds_ = 0;
+  for (const CacheEvent& event : log_.events) apply(event, nullptr);
+  flush();
+  return true;
+}
+
 // Outside admit() and release() no batch is pending, so every staging page is free: page 0 serves.
 bool TieredStore::read_block(uint64_t block, std::span<std::byte> out) {
   if (out.size() < page_bytes()) bad_request("read_block needs a buffer of a whole page");

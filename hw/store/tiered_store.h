@@ -93,6 +93,11 @@ class TieredStore {
   // The request ends; its placed pages hold their KV. Makes their write-through copies and unpins.
   void release(StoreAdmission& admission);
 
+  // HBM's capacity for cached blocks changes (a serving loop's decode KV grows and shrinks beside it): the
+  // cache evicts to fit and the store makes the copies. Returns false, changing nothing, when the pinned
+  // blocks would not fit; throws StoreError (kBadRequest) for more blocks than the device has pages.
+  bool set_hbm_capacity(int64_t bytes);
+
   // The fastest tier holding the block's bytes, -1 for none.
   int resident_tier(uint64_t block) const;
   // Copies the block's bytes (page_bytes()) from its fastest tier into `out`; false when no tier holds

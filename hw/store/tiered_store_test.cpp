@@ -184,5 +184,37 @@ TEST(LoadStoreTiers, RefusesWhatTheStoreCannotBackAtTheKey) {
   EXPECT_EQ(load_error(order), order + ":2:3: tiers: expected the store's order: hbm, then dram, then nvme");
 }
 
+// A serving loop shrinks HBM's cache area as decode KV grows: the evicted blocks go down with their bytes,
+// and the area grows back. Pinned blocks bound the shrinking.
+TEST(TieredStore, ShrinkingHbmDemotesItsBlocksWithTheirBytes) {
+  const std::vector<TierSpec> tiers = tier_configs(10, 14, 20)[0].tiers;
+  ScratchDirectory dir("capacity");
+  HostMemoryPages device(10 + kSpare, kPageBytes);
+  TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
+  DevicePatterns patterns(device, 64);
+  const std::vector<uint64_t> chain = {1, 2, 3, 4, 5, 6, 7, 8};
+  StoreAdmission admission = store.admit(chain);
+  ASSERT_TRUE(admission.admitted);
+  EXPECT_TRUE(fill_placed_and_check(patterns, admission, chain).empty());
+  const int64_t block_bytes = tiers[0].bytes_per_block();
+  EXPECT_FALSE(store.set_hbm_capacity(7 * block_bytes)) << "8 blocks are pinned";
+  EXPECT_EQ(store.cache().used_blocks(0), 8);
+  store.release(admission);
+  ASSERT_TRUE(store.set_hbm_capacity(3 * block_bytes));
+  EXPECT_EQ(store.cache().used_blocks(0), 3);
+  EXPECT_EQ(flow_blocks(store, CacheEventKind::kDemote, 0, 1), 5);
+  EXPECT_EQ(store.transfers()[static_cast<size_t>(TransferPath::kOffload)].blocks, 5);
+  int in_dram = 0;
+  for (uint64_t block : chain) in_dram += store.resident_tier(block) == 1;
+  EXPECT_EQ(in_dram, 5);
+  EXPECT_TRUE(expect_every_resident_block_intact(store, chain));
+  ASSERT_TRUE(store.set_hbm_capacity(10 * block_bytes));
+  StoreAdmission again = store.admit(chain);
+  ASSERT_TRUE(again.admitted);
+  EXPECT_EQ(again.hits_by_tier[1], 5);
+  EXPECT_TRUE(fill_placed_and_check(patterns, again, chain).empty());
+  EXPECT_THROW(store.set_hbm_capacity((10 + kSpare + 1) * block_bytes), StoreError);
+}
+
 }  // namespace
 }  // namespace kvtier::hw
