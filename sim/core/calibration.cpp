@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -203,6 +204,56 @@ json kernels_json(const KernelRates& kernels) {
   return out;
 }
 
+// ---- serving: the step costs, numbers at full precision so that stored predictions reproduce ----
+
+struct ServingKey {
+  const char* key;
+  double StepCosts::*field;
+  bool zero_allowed;
+};
+
+constexpr ServingKey kServingKeys[] = {
+    {"step_overhead_s", &StepCosts::step_overhead_s, true},
+    {"linear_mfu", &StepCosts::linear_mfu, false},
+    {"attention_mfu", &StepCosts::attention_mfu, false},
+    {"attention_half_rate_keys", &StepCosts::attention_half_rate_keys, true},
+    {"attention_bandwidth_efficiency", &StepCosts::attention_bandwidth_efficiency, false},
+};
+constexpr const char* kServingModel = "model";
+
+ServingCalibration read_serving(const json& serving) {
+  const std::vector<std::string> root = {"serving"};
+  expect_object(serving, root);
+  std::vector<std::string> known = {kServingModel};
+  for (const ServingKey& k : kServingKeys) known.push_back(k.key);
+  allow_keys(serving, root, known);
+  auto require = [&](const char* key) {
+    if (!serving.contains(key)) fail(root, "missing required key '" + std::string(key) + "'");
+  };
+  ServingCalibration result;
+  require(kServingModel);
+  const json& model = serving.at(kServingModel);
+  if (!model.is_string()) fail({"serving", kServingModel}, "expected a string, got " + std::string(model.type_name()));
+  result.model = model.get<std::string>();
+  for (const ServingKey& k : kServingKeys) {
+    require(k.key);
+    const json& value = serving.at(k.key);
+    const std::vector<std::string> keys = child_keys(root, k.key);
+    if (!value.is_number()) fail(keys, "expected a number, got " + std::string(value.type_name()));
+    const double number = value.get<double>();
+    if (!std::isfinite(number) || number < 0 || (number == 0 && !k.zero_allowed))
+      fail(keys, k.zero_allowed ? "expected a number of 0 or more" : "expected a positive number");
+    result.costs.*k.field = number;
+  }
+  return result;
+}
+
+json serving_json(const ServingCalibration& serving) {
+  json out = {{kServingModel, serving.model}};
+  for (const ServingKey& k : kServingKeys) out[k.key] = serving.costs.*k.field;
+  return out;
+}
+
 // ---- locating errors in the file's text ----
 
 // nlohmann counts `byte` from 1: the last character it read.
@@ -256,12 +307,13 @@ void to_json(json& out, const Calibration& calibration) {
          {"hardware", hardware},
          {"kernels", kernels_json(calibration.kernels)},
          {"measurements", calibration.measurements}};
+  if (calibration.serving) out["serving"] = serving_json(*calibration.serving);
 }
 
 void from_json(const json& in, Calibration& calibration) {
   expect_object(in, {});
   allow_keys(in, {},
-             {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "measurements"});
+             {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "serving", "measurements"});
   calibration.tool = optional_string(in, "tool");
   calibration.command = optional_string(in, "command");
   calibration.device = optional_string(in, "device");
@@ -269,6 +321,8 @@ void from_json(const json& in, Calibration& calibration) {
   if (!in.contains("hardware")) fail({}, "missing required key 'hardware'");
   calibration.hardware = read_hardware(in.at("hardware"));
   calibration.kernels = in.contains("kernels") ? read_kernels(in.at("kernels")) : KernelRates{};
+  calibration.serving = std::nullopt;
+  if (in.contains("serving")) calibration.serving = read_serving(in.at("serving"));
   calibration.measurements = json::object();
   if (in.contains("measurements")) {
     expect_object(in.at("measurements"), {"measurements"});
@@ -363,6 +417,11 @@ void overlay_calibration(const Calibration& calibration, HardwareConfig& hardwar
   set(m.nvme_read_bandwidth, hardware.nvme.read_bandwidth);
   set(m.nvme_write_bandwidth, hardware.nvme.write_bandwidth);
   set(m.nvme_latency, hardware.nvme.latency);
+}
+
+std::optional<StepCosts> serving_step_costs(const Calibration& calibration, const ModelCard& model) {
+  if (!calibration.serving || calibration.serving->model != model.name) return std::nullopt;
+  return calibration.serving->costs;
 }
 
 std::optional<double> conversion_rate(const Calibration& calibration, Conversion conversion,

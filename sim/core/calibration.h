@@ -2,8 +2,8 @@
 //
 // The file is JSON (docs/hardware-mode.md lists every key). `hardware` holds measured values of the
 // hardware file's keys, in its units ("55.30GB/s", "2.59us"); `kernels` holds GPU rates, among them the
-// quantize and dequantize rate of each KV encoding the run measured; `measurements` keeps the raw samples
-// for refits. to_json / from_json below are the only code that knows the file's keys: the hardware tool
+// quantize and dequantize rate of each KV encoding the run measured; `serving` holds the cost model's step
+// terms fitted to timed forward-pass steps of one model; `measurements` keeps the raw samples for refits. to_json / from_json below are the only code that knows the file's keys: the hardware tool
 // writes through them and the simulator reads through them. Kernel rates are keyed by Encoding value, so
 // a tier stored as int4 is never charged the TurboQuant rate: an encoding the run did not measure has no
 // rate, and the caller falls back to its own estimate.
@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/core/config.h"
+#include "sim/core/cost_model.h"
 #include "sim/core/hardware.h"
 #include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
@@ -49,6 +50,13 @@ struct KernelRates {
   std::vector<ConversionRate> conversions;
 };
 
+// The serving terms of the cost model, fitted to timed forward-pass steps of one model (its card's name):
+// they price steps of that model only, since the fractions are relative to its FLOP and byte counts.
+struct ServingCalibration {
+  std::string model;
+  StepCosts costs;
+};
+
 struct Calibration {
   std::string tool;                // "kvtier-hw calibrate"
   std::string command;             // the command line that measured it
@@ -56,7 +64,9 @@ struct Calibration {
   std::string reference_hardware;  // the hardware file whose peaks the efficiencies divide by
   MeasuredHardware hardware = {};
   KernelRates kernels = {};
-  nlohmann::json measurements = nlohmann::json::object();  // {"copy": [...], "disk": [...], "gemm": [...]}
+  std::optional<ServingCalibration> serving = {};
+  // {"copy": [...], "disk": [...], "gemm": [...], "steps": [...]}
+  nlohmann::json measurements = nlohmann::json::object();
 };
 
 // The file's format. Hardware values are written with 3-4 significant digits (bandwidths in GB/s with two
@@ -103,6 +113,10 @@ bool same_format(const Encoding& a, const Encoding& b);
 // Lays every measured value over `hardware` (the hardware file's): a measured latency replaces both the
 // file's shared latency and a direction's own.
 void overlay_calibration(const Calibration& calibration, HardwareConfig& hardware);
+
+// The serving step costs for `model` (matched by card name), or nullopt when the calibration has none for
+// it: the caller then prices steps with the default formula.
+std::optional<StepCosts> serving_step_costs(const Calibration& calibration, const ModelCard& model);
 
 // The measured rate of converting bf16 to `encoding` (kQuantize) or back, in bf16 bytes per second on one
 // GPU; nullopt where the run did not measure that encoding.

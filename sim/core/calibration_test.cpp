@@ -307,5 +307,67 @@ TEST(Calibration, ConvertingBetweenTwoQuantizedLayoutsDequantizesThenQuantizes) 
                    32 * (1280 + 1088) / seconds_per_token);
 }
 
+// ---- the serving step costs ----
+
+Calibration with_serving() {
+  Calibration c;
+  c.serving = ServingCalibration{.model = "Llama-3.1-8B",
+                                 .costs = {.step_overhead_s = 1.234567e-3,
+                                           .linear_mfu = 0.6123456789,
+                                           .attention_mfu = 0.41,
+                                           .attention_half_rate_keys = 1115.5,
+                                           .attention_bandwidth_efficiency = 0.79}};
+  return c;
+}
+
+TEST(Calibration, ServingStepCostsRoundTripWithEveryDigit) {
+  const nlohmann::json json = with_serving();
+  EXPECT_EQ(json["serving"], nlohmann::json({{"model", "Llama-3.1-8B"},
+                                             {"step_overhead_s", 1.234567e-3},
+                                             {"linear_mfu", 0.6123456789},
+                                             {"attention_mfu", 0.41},
+                                             {"attention_half_rate_keys", 1115.5},
+                                             {"attention_bandwidth_efficiency", 0.79}}));
+  const Calibration back = parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}",
+                                             "c.json");
+  ASSERT_TRUE(back.serving);
+  EXPECT_EQ(back.serving->model, "Llama-3.1-8B");
+  EXPECT_EQ(back.serving->costs.step_overhead_s, 1.234567e-3);
+  EXPECT_EQ(back.serving->costs.linear_mfu, 0.6123456789);
+  EXPECT_EQ(back.serving->costs.attention_mfu, 0.41);
+  EXPECT_EQ(back.serving->costs.attention_half_rate_keys, 1115.5);
+  EXPECT_EQ(back.serving->costs.attention_bandwidth_efficiency, 0.79);
+  EXPECT_FALSE(nlohmann::json(Calibration{}).contains("serving")) << "no fit, no section";
+}
+
+TEST(Calibration, ServingStepCostsApplyToTheModelTheyWereFittedFor) {
+  const Calibration c = with_serving();
+  ModelCard llama;
+  llama.name = "Llama-3.1-8B";
+  ModelCard other;
+  other.name = "Llama-3.1-70B";
+  ASSERT_TRUE(serving_step_costs(c, llama));
+  EXPECT_EQ(serving_step_costs(c, llama)->attention_half_rate_keys, 1115.5);
+  EXPECT_EQ(serving_step_costs(c, other), std::nullopt);
+  EXPECT_EQ(serving_step_costs(Calibration{}, llama), std::nullopt);
+}
+
+TEST(Calibration, ServingErrorsAreLocated) {
+  const std::string missing = "{\"hardware\": {},\n \"serving\": {\"model\": \"m\", \"linear_mfu\": 0.5}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(missing, "c.json"); }),
+            "c.json:2:13: serving: missing required key 'step_overhead_s'");
+  const std::string negative =
+      "{\"hardware\": {}, \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, \"linear_mfu\": -0.5, "
+      "\"attention_mfu\": 0.4, \"attention_half_rate_keys\": 0, \"attention_bandwidth_efficiency\": 0.8}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(negative, "c.json"); }),
+            "c.json:1:80: serving.linear_mfu: expected a positive number");
+  const std::string misspelt = "{\"hardware\": {}, \"serving\": {\"linear_mf\": 0.5}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(misspelt, "c.json"); }),
+            "c.json:1:43: serving.linear_mf: unknown key 'linear_mf' (did you mean 'linear_mfu'?)");
+  const std::string model_number = "{\"hardware\": {}, \"serving\": {\"model\": 8}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(model_number, "c.json"); }),
+            "c.json:1:39: serving.model: expected a string, got number");
+}
+
 }  // namespace
 }  // namespace kvtier
