@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hw/model/transformer_shape.h"
 #include "sim/core/config_files.h"
 #include "sim/core/model_card.h"
 
@@ -113,7 +114,7 @@ TEST(CalibrationJson, AKernelNameOutsideTheFilesGrammarIsRefused) {
   EXPECT_THROW(summarize_calibration(run), ConfigError);
 }
 
-TEST(PrefillGemmShapes, FollowLlama8BsCardWithTheMlpWidthInferredFromItsParameters) {
+TEST(PrefillGemmShapes, FollowLlama8BsCardWithItsPublishedMlpWidth) {
   const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
   const auto shapes = prefill_gemm_shapes(model, 4096);
   ASSERT_EQ(shapes.size(), 4u);
@@ -121,10 +122,59 @@ TEST(PrefillGemmShapes, FollowLlama8BsCardWithTheMlpWidthInferredFromItsParamete
   EXPECT_EQ(shapes[0].m, 6144);
   EXPECT_EQ(shapes[0].k, 4096);
   EXPECT_EQ(shapes[1].m, 4096);
-  // (8.03e9 / 32 - 4096 x 6144 - 4096 x 4096) / (3 x 4096) = 17008.6, to a multiple of 256: 66 x 256.
-  EXPECT_EQ(shapes[2].m, 2 * 16896);
-  EXPECT_EQ(shapes[3].k, 16896);
+  // intermediate_size 14,336 (meta-llama/Llama-3.1-8B config.json): gate and up fused, then down.
+  EXPECT_EQ(shapes[2].m, 2 * 14336);
+  EXPECT_EQ(shapes[3].k, 14336);
   for (const GemmShape& shape : shapes) EXPECT_EQ(shape.n, 4096);
+}
+
+TEST(PrefillGemmShapes, AnMoeCardRunsItsActiveExpertsAsOneMlp) {
+  // Qwen3-30B-A3B: 8 routed experts of 768 per token, no shared one: the FLOPs of an MLP 6,144 wide.
+  const ModelCard model = parse_model_card(load_config("qwen3-30b-a3b", "models"));
+  const auto shapes = prefill_gemm_shapes(model, 1024);
+  EXPECT_EQ(shapes[2].m, 2 * 8 * 768);
+  EXPECT_EQ(shapes[3].k, 8 * 768);
+}
+
+TEST(PrefillGemmShapes, ACardWithoutAnMlpWidthIsRefused) {
+  ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  model.intermediate_size = 0;
+  EXPECT_THROW(prefill_gemm_shapes(model, 4096), ConfigError);
+}
+
+TEST(TransformerShapeOfACard, Llama8BsCardGivesTheForwardPassShape) {
+  const TransformerShape shape = transformer_shape(parse_model_card(load_config("llama-3.1-8b", "models")));
+  const TransformerShape expected = llama_3_1_8b_shape();
+  EXPECT_EQ(shape.layers, expected.layers);
+  EXPECT_EQ(shape.hidden, expected.hidden);
+  EXPECT_EQ(shape.heads, expected.heads);
+  EXPECT_EQ(shape.kv_heads, expected.kv_heads);
+  EXPECT_EQ(shape.head_dim, expected.head_dim);
+  EXPECT_EQ(shape.intermediate, expected.intermediate);
+  EXPECT_EQ(shape.vocab, expected.vocab);
+  EXPECT_EQ(shape.rms_eps, expected.rms_eps);
+  EXPECT_EQ(shape.rope_theta, expected.rope_theta);
+}
+
+std::string invalid_argument_of(const ModelCard& card) {
+  try {
+    transformer_shape(card);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(TransformerShapeOfACard, MoeMlaAndMissingShapesAreNamed) {
+  const std::string moe = invalid_argument_of(parse_model_card(load_config("qwen3-30b-a3b", "models")));
+  EXPECT_NE(moe.find("Qwen3-30B-A3B: mixture of experts"), std::string::npos) << moe;
+  EXPECT_NE(moe.find("not built yet"), std::string::npos) << moe;
+  const std::string mla = invalid_argument_of(parse_model_card(load_config("deepseek-v3", "models")));
+  EXPECT_NE(mla.find("DeepSeek-V3: multi-head latent attention"), std::string::npos) << mla;
+  EXPECT_NE(mla.find("not built yet"), std::string::npos) << mla;
+  ModelCard no_vocab = parse_model_card(load_config("llama-3.1-8b", "models"));
+  no_vocab.vocab_size = 0;
+  EXPECT_EQ(invalid_argument_of(no_vocab), "Llama-3.1-8B: the model card gives no vocab_size");
 }
 
 }  // namespace

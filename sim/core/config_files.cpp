@@ -2,6 +2,9 @@
 
 #include <filesystem>
 
+#include "sim/core/hf_config.h"
+#include "sim/core/model_card.h"
+
 namespace kvtier {
 
 std::vector<std::string> embedded_names(const std::string& folder) {
@@ -19,7 +22,12 @@ std::vector<std::string> embedded_names(const std::string& folder) {
 
 ConfigNode load_config(const std::string& name_or_path, const std::string& folder) {
   std::error_code ignored;  // a name too long for a path, say: then it is no file on disk
-  if (std::filesystem::is_regular_file(name_or_path, ignored)) return ConfigNode::load_file(name_or_path);
+  const bool on_disk = std::filesystem::is_regular_file(name_or_path, ignored);
+  if (on_disk && folder == "models" && name_or_path.ends_with(".json")) {
+    return ConfigNode::load_string(model_card_yaml(load_hf_config(name_or_path)),
+                                   name_or_path + " (read as a model card)");
+  }
+  if (on_disk) return ConfigNode::load_file(name_or_path);
   std::string wanted = folder + "/" + name_or_path + ".yaml";
   for (const EmbeddedFile& f : embedded_files()) {
     if (f.path == wanted) return ConfigNode::load_string(std::string(f.text), wanted + " (built in)");
