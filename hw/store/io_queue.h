@@ -53,6 +53,7 @@ class IoQueue {
 
   // "io_uring" or "threads": the path run() takes for files with a descriptor.
   const char* path_name() const;
+  int queue_depth() const { return queue_depth_; }
 
   // Runs every request. before(i) runs on an I/O thread just before request i is issued, after(i) just
   // after it completed in full. The first exception (from an I/O, before or after) stops further

@@ -70,6 +70,26 @@ std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_byte
   return {write, pass(DiskOp::kRead)};
 }
 
+DiskSample time_raw_transfers(BlockFile& file, DiskOp op, uint64_t offset, std::span<std::byte> buffer,
+                              uint64_t io_bytes, IoQueue& queue) {
+  std::vector<iovec> chunks;
+  for (uint64_t done = 0; done < buffer.size(); done += io_bytes) {
+    chunks.push_back({buffer.data() + done, std::min<uint64_t>(io_bytes, buffer.size() - done)});
+  }
+  std::vector<IoRequest> requests;
+  for (size_t i = 0; i < chunks.size(); ++i) requests.push_back({&file, offset + i * io_bytes, {&chunks[i], 1}});
+  const auto nothing = [](size_t) {};
+  const double seconds = seconds_of([&] {
+    queue.run(op == DiskOp::kWrite ? IoDirection::kWrite : IoDirection::kRead, requests, nothing, nothing);
+  });
+  return DiskSample{op, io_bytes, queue.queue_depth(), buffer.size(), seconds};
+}
+
+uint64_t store_io_bytes(uint64_t page_bytes, uint64_t max_io_bytes, uint64_t batch_bytes) {
+  const uint64_t pages_per_io = std::max<uint64_t>(1, max_io_bytes / page_bytes);
+  return std::min(pages_per_io * page_bytes, std::max(batch_bytes, page_bytes));
+}
+
 DdRun parse_dd_report(std::string_view report) {
   // The summary is the line holding " bytes " and "copied, ": "<bytes> bytes (...) copied, <seconds> s, ...".
   size_t line_start = 0;

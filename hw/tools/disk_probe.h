@@ -2,15 +2,21 @@
 // size and queue depth, and `dd` with O_DIRECT on the same file system as the yardstick.
 //
 // measure_disk() writes and then reads a fresh preallocated file through the same DirectFile the NVMe
-// store uses, `queue_depth` blocking I/Os in flight. run_dd() runs the system's dd (coreutils) with
+// store uses, `queue_depth` blocking I/Os in flight. time_raw_transfers() is the store's own yardstick:
+// plain transfers on the store's file, at its queue depth and merged I/O size, through the same I/O path
+// (io_uring or worker threads) but without checksums, slot allocation or an index. run_dd() runs the system's dd (coreutils) with
 // oflag=direct / iflag=direct and reads its own report, so the comparison is against a tool everyone
 // trusts rather than against our own loop.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "hw/store/io_queue.h"
 
 namespace kvtier::hw {
 
@@ -30,6 +36,15 @@ struct DiskSample {
 // Throws StoreError when the file cannot be created or an I/O fails.
 std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_bytes, int queue_depth,
                                      uint64_t total_bytes);
+
+// One pass over `buffer.size()` bytes of `file` from `offset`, in `io_bytes` I/Os (the last may be
+// shorter) through `queue`, between the file and `buffer` (4 KiB-aligned). Throws StoreError.
+DiskSample time_raw_transfers(BlockFile& file, DiskOp op, uint64_t offset, std::span<std::byte> buffer,
+                              uint64_t io_bytes, IoQueue& queue);
+
+// The size of the I/Os the NVMe store issues for a batch of `batch_bytes` in full pages of `page_bytes`
+// lying side by side: as many whole pages as fit in `max_io_bytes` (at least one), at most the batch.
+uint64_t store_io_bytes(uint64_t page_bytes, uint64_t max_io_bytes, uint64_t batch_bytes);
 
 struct DdRun {
   std::string command;

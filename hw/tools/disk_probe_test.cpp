@@ -3,7 +3,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
+#include <random>
+
+#include "hw/store/block_file.h"
+#include "hw/store/memory_region.h"
 
 namespace kvtier::hw {
 namespace {
@@ -44,6 +49,50 @@ TEST(DiskProbe, RunsDdWithDirectIoOnTheSameFileSystem) {
   EXPECT_EQ(read.bytes, 4u << 20);
   EXPECT_NE(write.command.find("oflag=direct"), std::string::npos);
   EXPECT_NE(read.command.find("iflag=direct"), std::string::npos);
+}
+
+// Raw transfers at the store's queue depth and I/O size, on both I/O paths: every byte of the range is
+// written from the buffer and read back into it, and nothing outside the range is touched.
+class RawTransfers : public ::testing::TestWithParam<IoPath> {};
+
+TEST_P(RawTransfers, MoveEveryByteOfTheRangeInTheGivenIoSize) {
+  if (GetParam() == IoPath::kAuto) {
+    if (const auto why = io_uring_unavailable_reason()) GTEST_SKIP() << "io_uring unavailable: " << *why;
+  }
+  const std::string path = std::filesystem::temp_directory_path() /
+                           ("kvtier-raw-test-" + std::to_string(::getpid()) + "-" + std::to_string(int(GetParam())));
+  const uint64_t offset = 4096, bytes = 5 * (64 << 10) + 8192, io_bytes = 64 << 10;  // a short last I/O
+  DirectFile file(path, offset + bytes + 4096, IoMode::kDirect);
+  MemoryRegion data = allocate_host_region(bytes);
+  std::mt19937_64 rng(9);
+  for (uint64_t i = 0; i < bytes; ++i) data.data()[i] = static_cast<std::byte>(rng());
+  IoQueue queue(GetParam(), 3, 1);
+  const DiskSample write = time_raw_transfers(file, DiskOp::kWrite, offset, {data.data(), bytes}, io_bytes, queue);
+  EXPECT_EQ(write.op, DiskOp::kWrite);
+  EXPECT_EQ(write.bytes, bytes);
+  EXPECT_EQ(write.block_bytes, io_bytes);
+  EXPECT_EQ(write.queue_depth, 3);
+  MemoryRegion back = allocate_host_region(bytes + 8192);
+  const iovec whole{back.data(), bytes + 8192};
+  file.read_at(0, {&whole, 1});
+  EXPECT_EQ(std::memcmp(back.data() + offset, data.data(), bytes), 0);
+  EXPECT_EQ(back.data()[0], std::byte{0});
+  EXPECT_EQ(back.data()[offset + bytes], std::byte{0});
+
+  MemoryRegion reread = allocate_host_region(bytes);
+  const DiskSample read = time_raw_transfers(file, DiskOp::kRead, offset, {reread.data(), bytes}, io_bytes, queue);
+  EXPECT_EQ(read.op, DiskOp::kRead);
+  EXPECT_GT(read.seconds, 0);
+  EXPECT_EQ(std::memcmp(reread.data(), data.data(), bytes), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(IoPaths, RawTransfers, ::testing::Values(IoPath::kThreads, IoPath::kAuto));
+
+TEST(StoreIoSize, IsTheLargestRunOfWholePagesThatFitsTheMergeLimit) {
+  EXPECT_EQ(store_io_bytes(64 << 10, 8 << 20, 1 << 30), 8u << 20);
+  EXPECT_EQ(store_io_bytes(3 << 20, 8 << 20, 1 << 30), 6u << 20);  // two 3 MiB pages
+  EXPECT_EQ(store_io_bytes(16 << 20, 8 << 20, 1 << 30), 16u << 20);  // a page larger than the limit
+  EXPECT_EQ(store_io_bytes(64 << 10, 8 << 20, 1 << 20), 1u << 20);  // a batch smaller than the limit
 }
 
 }  // namespace
