@@ -1,0 +1,208 @@
+#include "hw/tools/step_fit.h"
+
+#include <array>
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+namespace kvtier::hw {
+namespace {
+
+// overhead, u_linear, u_attention, v_attention, u_kv (see step_fit.h)
+constexpr int kUnknowns = 5;
+using Unknowns = std::array<double, kUnknowns>;
+
+struct Row {
+  Unknowns a{};
+  double b = 0;
+};
+
+// Least squares over the unknowns in `free` (a bit mask), the others held at 0; nullopt when the normal
+// equations are singular or a free unknown comes out negative.
+std::optional<Unknowns> solve_subset(const std::vector<Row>& rows, unsigned free) {
+  std::vector<int> columns;
+  for (int j = 0; j < kUnknowns; ++j) {
+    if (free & (1u << j)) columns.push_back(j);
+  }
+  const size_t k = columns.size();
+  Unknowns scale{};
+  for (int j : columns) {
+    for (const Row& r : rows) scale[j] = std::max(scale[j], std::abs(r.a[j]));
+    if (scale[j] == 0) return std::nullopt;
+  }
+  // Normal equations of the scaled columns, [k][k + 1] with the right-hand side last.
+  std::vector<std::vector<double>> m(k, std::vector<double>(k + 1, 0));
+  for (const Row& r : rows) {
+    for (size_t p = 0; p < k; ++p) {
+      const double ap = r.a[columns[p]] / scale[columns[p]];
+      for (size_t q = 0; q < k; ++q) m[p][q] += ap * r.a[columns[q]] / scale[columns[q]];
+      m[p][k] += ap * r.b;
+    }
+  }
+  for (size_t p = 0; p < k; ++p) {  // Gaussian elimination, partial pivoting
+    size_t pivot = p;
+    for (size_t q = p + 1; q < k; ++q) {
+      if (std::abs(m[q][p]) > std::abs(m[pivot][p])) pivot = q;
+    }
+    std::swap(m[p], m[pivot]);
+    if (std::abs(m[p][p]) < 1e-12 * static_cast<double>(rows.size())) return std::nullopt;
+    for (size_t q = 0; q < k; ++q) {
+      if (q == p) continue;
+      const double factor = m[q][p] / m[p][p];
+      for (size_t c = p; c <= k; ++c) m[q][c] -= factor * m[p][c];
+    }
+  }
+  Unknowns x{};
+  for (size_t p = 0; p < k; ++p) {
+    x[columns[p]] = m[p][k] / m[p][p] / scale[columns[p]];
+    if (x[columns[p]] < 0) return std::nullopt;
+  }
+  return x;
+}
+
+double squared_error(const std::vector<Row>& rows, const Unknowns& x) {
+  double sum = 0;
+  for (const Row& r : rows) {
+    double e = -r.b;
+    for (int j = 0; j < kUnknowns; ++j) e += r.a[j] * x[j];
+    sum += e * e;
+  }
+  return sum;
+}
+
+// Non-negative least squares by trying every subset of free unknowns: exact, and cheap for five.
+Unknowns non_negative_least_squares(const std::vector<Row>& rows) {
+  Unknowns best{};
+  double best_error = squared_error(rows, best);
+  for (unsigned free = 1; free < (1u << kUnknowns); ++free) {
+    const std::optional<Unknowns> x = solve_subset(rows, free);
+    if (!x) continue;
+    const double error = squared_error(rows, *x);
+    if (error < best_error) {
+      best = *x;
+      best_error = error;
+    }
+  }
+  return best;
+}
+
+// Rows of the relative error for the given linear-layer regime of each step.
+std::vector<Row> relative_rows(const std::vector<StepTerms>& terms, const std::vector<StepSample>& samples,
+                               double hbm_rate, const std::vector<bool>& compute_bound) {
+  std::vector<Row> rows;
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const StepTerms& t = terms[i];
+    const double m = samples[i].seconds;
+    Row r;
+    r.a = {1 / m, compute_bound[i] ? t.linear_flops / m : 0, t.attention_flops / m,
+           t.attention_flops_per_key / m, t.decode_kv_bytes / m};
+    r.b = 1 - (compute_bound[i] ? 0 : t.weight_bytes / hbm_rate / m);
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+void require_determined(double inverse_rate, const char* what) {
+  if (!(inverse_rate > 0)) {
+    throw std::invalid_argument(std::string("step fit: the measurements do not determine ") + what);
+  }
+}
+
+}  // namespace
+
+StepWork StepSample::work() const {
+  StepWork work;
+  for (int64_t s = 0; s < prefill_sequences; ++s) work.add_prefill(cached_tokens, new_tokens);
+  work.add_decodes(decode_sequences, decode_sequences * decode_context);
+  return work;
+}
+
+const char* StepSample::kind() const {
+  if (prefill_sequences > 0 && decode_sequences > 0) return "mixed";
+  return prefill_sequences > 0 ? "prefill" : "decode";
+}
+
+int64_t StepSample::kv_tokens() const {
+  return prefill_sequences * (cached_tokens + new_tokens) + decode_sequences * (decode_context + 1);
+}
+
+std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
+  std::vector<StepSample> steps;
+  for (int64_t fresh : {512, 2048, 8192, 16384}) {
+    for (int64_t cached : {0, 4096, 16384, 65536}) steps.push_back({.prefill_sequences = 1, .new_tokens = fresh, .cached_tokens = cached});
+  }
+  const std::pair<int64_t, int64_t> decodes[] = {{1, 1024},   {1, 8192},  {1, 32768},  {8, 1024},  {8, 8192},
+                                                 {8, 32768},  {32, 1024}, {32, 4096},  {32, 16384}, {64, 2048},
+                                                 {64, 8192},  {128, 1024}, {128, 4096}, {256, 1024}, {256, 2048}};
+  for (auto [batch, context] : decodes) steps.push_back({.decode_sequences = batch, .decode_context = context});
+  steps.push_back({.prefill_sequences = 1, .new_tokens = 512, .decode_sequences = 128, .decode_context = 1024});
+  steps.push_back({.prefill_sequences = 1, .new_tokens = 2048, .cached_tokens = 8192, .decode_sequences = 32,
+                   .decode_context = 4096});
+  steps.push_back({.prefill_sequences = 1, .new_tokens = 8192, .cached_tokens = 32768, .decode_sequences = 64,
+                   .decode_context = 1024});
+  steps.push_back({.prefill_sequences = 2, .new_tokens = 1024, .cached_tokens = 2048, .decode_sequences = 16,
+                   .decode_context = 8192});
+  steps.push_back({.decode_sequences = 1, .decode_context = 16});  // the near-empty step: the overhead
+  std::erase_if(steps, [&](const StepSample& s) { return s.kv_tokens() > kv_tokens_available; });
+  return steps;
+}
+
+StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+                       const std::vector<StepSample>& samples) {
+  const CostModel base(model, hardware, kv_bytes_per_token);
+  std::vector<StepTerms> terms;
+  bool has_prefill = false, has_decode = false;
+  for (const StepSample& s : samples) {
+    if (!(std::isfinite(s.seconds) && s.seconds > 0))
+      throw std::invalid_argument("step fit: a measured step time is not a positive number of seconds");
+    terms.push_back(base.step_terms(s.work()));
+    has_prefill |= terms.back().attention_flops > 0;
+    has_decode |= terms.back().decode_kv_bytes > 0;
+  }
+  if (!has_prefill || !has_decode)
+    throw std::invalid_argument("step fit: needs both prefill steps and decode steps with context");
+  const double hbm_rate = base.achieved_hbm_bandwidth();
+  Unknowns x{};
+  x[1] = 1 / base.peak_flops();  // start from every linear layer at peak: compute-bound where it can be
+  std::vector<bool> compute_bound;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<bool> regime;
+    for (const StepTerms& t : terms) regime.push_back(t.linear_flops * x[1] >= t.weight_bytes / hbm_rate);
+    if (regime == compute_bound) break;
+    compute_bound = regime;
+    x = non_negative_least_squares(relative_rows(terms, samples, hbm_rate, compute_bound));
+  }
+  require_determined(x[1], "the linear layers' rate");
+  require_determined(x[2], "prefill attention's rate");
+  require_determined(x[4], "decode attention's bandwidth");
+  StepFit fit;
+  fit.costs = {.step_overhead_s = x[0],
+               .linear_mfu = 1 / (base.peak_flops() * x[1]),
+               .attention_mfu = 1 / (base.peak_flops() * x[2]),
+               .attention_half_rate_keys = x[3] / x[2],
+               .attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4])};
+  const CostModel fitted(model, hardware, kv_bytes_per_token, fit.costs);
+  for (const StepSample& s : samples) fit.predicted_seconds.push_back(fitted.step_seconds(s.work()));
+  return fit;
+}
+
+nlohmann::json step_measurements_json(const std::vector<StepSample>& samples, const StepFit& fit) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t i = 0; i < samples.size(); ++i) {
+    const StepSample& s = samples[i];
+    steps.push_back({{"kind", s.kind()},
+                     {"prefill_sequences", s.prefill_sequences},
+                     {"new_tokens", s.new_tokens},
+                     {"cached_tokens", s.cached_tokens},
+                     {"decode_sequences", s.decode_sequences},
+                     {"decode_context", s.decode_context},
+                     {"seconds", s.seconds},
+                     {"predicted_seconds", fit.predicted_seconds[i]},
+                     {"residual_seconds", s.seconds - fit.predicted_seconds[i]}});
+  }
+  return steps;
+}
+
+}  // namespace kvtier::hw

@@ -1,0 +1,64 @@
+// The cost model's serving terms (StepCosts, sim/core/cost_model.h) fitted to timed forward-pass steps.
+//
+// `kvtier-hw calibrate --steps` times real TransformerForward steps (step_probe.h): prefill chunks after
+// cached contexts, decode batches, mixed steps and a near-empty step. Each step's time is, by the cost
+// model,
+//   overhead + max(linear FLOPs × u_linear, weight bytes / HBM rate) + attention FLOPs × u_attention
+//   + attention FLOPs per key × v_attention + decode KV bytes × u_kv
+// which is linear in the unknowns (overhead, u_linear, u_attention, v_attention, u_kv) once each step is
+// known to be compute- or memory-bound in its linear layers. The fit alternates: classify the steps by the
+// current u_linear, then solve non-negative least squares on the relative error (every subset of free
+// unknowns, at most 2^5 small solves), until the classification stops changing. The rates follow:
+// linear_mfu = 1 / (peak × u_linear), attention_mfu = 1 / (peak × u_attention), attention_half_rate_keys =
+// v_attention / u_attention, attention_bandwidth_efficiency = 1 / (HBM × u_kv). The weights' HBM rate is
+// the hardware's memory_bandwidth_efficiency (calibrate measures it by a device copy), not fitted: decode
+// of a few sequences cannot tell it from the overhead. CPU-only, so CI tests it.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/core/cost_model.h"
+#include "sim/core/hardware.h"
+#include "sim/core/model_card.h"
+
+namespace kvtier::hw {
+
+// One timed step: `prefill_sequences` sequences each with `new_tokens` after `cached_tokens`, beside
+// `decode_sequences` sequences each decoding one token after `decode_context` tokens.
+struct StepSample {
+  int64_t prefill_sequences = 0;
+  int64_t new_tokens = 0;
+  int64_t cached_tokens = 0;
+  int64_t decode_sequences = 0;
+  int64_t decode_context = 0;
+  double seconds = 0;  // measured; 0 until the probe times it
+
+  StepWork work() const;
+  const char* kind() const;  // "prefill", "decode" or "mixed"
+  // KV tokens of the step, every sequence its own pages: what the probe's pool must hold.
+  int64_t kv_tokens() const;
+};
+
+// The steps calibrate times, in order: prefill n in {512, 2K, 8K, 16K} after c in {0, 4K, 16K, 64K},
+// decode batches of 1 to 256 at 1K to 32K, four mixed steps and one near-empty step (1 token after 16);
+// those needing more than `kv_tokens_available` KV tokens are left out.
+std::vector<StepSample> probe_steps(int64_t kv_tokens_available);
+
+struct StepFit {
+  StepCosts costs;
+  std::vector<double> predicted_seconds;  // per sample: CostModel with `costs`
+};
+
+// Throws std::invalid_argument when the samples lack prefill or decode steps, a measured time is not
+// positive, or a rate fits as zero (the measurements do not determine it).
+StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+                       const std::vector<StepSample>& samples);
+
+// The samples as the calibration file's measurements.steps: each with what ran, the measured and predicted
+// seconds and the residual (measured - predicted).
+nlohmann::json step_measurements_json(const std::vector<StepSample>& samples, const StepFit& fit);
+
+}  // namespace kvtier::hw

@@ -1,0 +1,105 @@
+#include "hw/tools/step_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "sim/core/config_files.h"
+#include "sim/core/kv_layout.h"
+
+namespace kvtier::hw {
+namespace {
+
+struct ModelOnH200 {
+  ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  HardwareConfig hardware = parse_hardware(load_config("h200", "configs/hardware"));
+  double kv_bytes_per_token = static_cast<double>(resolve_kv_layout(model, "bf16").bytes_per_token());
+};
+
+const StepCosts kTruth = {.step_overhead_s = 0.3e-3,
+                          .linear_mfu = 0.62,
+                          .attention_mfu = 0.42,
+                          .attention_half_rate_keys = 1100,
+                          .attention_bandwidth_efficiency = 0.8};
+
+// The probe's steps timed as if the GPU ran the cost model with kTruth, each off by up to `noise`.
+std::vector<StepSample> synthetic_steps(const ModelOnH200& setup, double noise) {
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
+  std::mt19937 random(7);
+  std::uniform_real_distribution<double> error(-noise, noise);
+  std::vector<StepSample> steps = probe_steps(640 * 1024);
+  for (StepSample& s : steps) s.seconds = truth.step_seconds(s.work()) * (1 + error(random));
+  return steps;
+}
+
+TEST(StepFit, ProbeStepsFitThePoolTheyAreGiven) {
+  EXPECT_EQ(probe_steps(640 * 1024).size(), 16u + 15u + 4u + 1u);
+  // 81,920 tokens hold the longest prefill (16K after 64K) and decode batches up to 8 × 8K, 64 × 1K.
+  for (const StepSample& s : probe_steps(81920)) EXPECT_LE(s.kv_tokens(), 81920) << s.kind();
+  EXPECT_TRUE(probe_steps(0).empty());
+  StepSample mixed{.prefill_sequences = 2, .new_tokens = 100, .cached_tokens = 50, .decode_sequences = 3,
+                   .decode_context = 10};
+  EXPECT_EQ(mixed.kv_tokens(), 2 * 150 + 3 * 11);
+  EXPECT_EQ(mixed.work().tokens(), 203);
+  EXPECT_EQ(mixed.work().decode_context, 30);
+  EXPECT_STREQ(mixed.kind(), "mixed");
+}
+
+TEST(StepFit, RecoversExactCostsFromExactTimes) {
+  const ModelOnH200 setup;
+  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0));
+  EXPECT_NEAR(fit.costs.step_overhead_s, kTruth.step_overhead_s, 1e-9);
+  EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
+  EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
+  EXPECT_NEAR(fit.costs.attention_half_rate_keys / kTruth.attention_half_rate_keys, 1, 1e-6);
+  EXPECT_NEAR(fit.costs.attention_bandwidth_efficiency / kTruth.attention_bandwidth_efficiency, 1, 1e-6);
+}
+
+TEST(StepFit, RecoversKnownCostsThroughHalfAPercentOfNoise) {
+  const ModelOnH200 setup;
+  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0.005));
+  EXPECT_NEAR(fit.costs.step_overhead_s, kTruth.step_overhead_s, 50e-6);
+  EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 0.01);
+  EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 0.02);
+  // The half-rate keys move a step's time least (attention is a small share of the short prefills where
+  // they matter), so noise moves them most; the predicted times stay within the noise.
+  EXPECT_NEAR(fit.costs.attention_half_rate_keys / kTruth.attention_half_rate_keys, 1, 0.3);
+  EXPECT_NEAR(fit.costs.attention_bandwidth_efficiency / kTruth.attention_bandwidth_efficiency, 1, 0.02);
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
+  const std::vector<StepSample> steps = probe_steps(640 * 1024);
+  for (size_t i = 0; i < steps.size(); ++i)
+    EXPECT_NEAR(fit.predicted_seconds[i] / truth.step_seconds(steps[i].work()), 1, 0.005) << steps[i].kind() << " " << i;
+}
+
+TEST(StepFit, EachStoredResidualIsMeasuredMinusPredicted) {
+  const ModelOnH200 setup;
+  const std::vector<StepSample> steps = synthetic_steps(setup, 0.02);
+  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps);
+  const nlohmann::json json = step_measurements_json(steps, fit);
+  ASSERT_EQ(json.size(), steps.size());
+  const CostModel fitted(setup.model, setup.hardware, setup.kv_bytes_per_token, fit.costs);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const double predicted = fitted.step_seconds(steps[i].work());
+    EXPECT_EQ(json[i]["seconds"].get<double>(), steps[i].seconds);
+    EXPECT_EQ(json[i]["predicted_seconds"].get<double>(), predicted);
+    EXPECT_EQ(json[i]["residual_seconds"].get<double>(), steps[i].seconds - predicted);
+    EXPECT_EQ(json[i]["kind"], steps[i].kind());
+    EXPECT_EQ(json[i]["decode_sequences"], steps[i].decode_sequences);
+  }
+}
+
+TEST(StepFit, RefusesMeasurementsThatCannotDetermineTheRates) {
+  const ModelOnH200 setup;
+  std::vector<StepSample> prefill_only;
+  for (const StepSample& s : synthetic_steps(setup, 0)) {
+    if (s.decode_sequences == 0) prefill_only.push_back(s);
+  }
+  EXPECT_THROW(fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, prefill_only),
+               std::invalid_argument);
+  std::vector<StepSample> unmeasured = probe_steps(640 * 1024);
+  EXPECT_THROW(fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, unmeasured),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace kvtier::hw
