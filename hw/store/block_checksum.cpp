@@ -10,7 +10,15 @@
 #include <arm_acle.h>
 #include <asm/hwcap.h>
 #include <sys/auxv.h>
+#if defined(__clang__)  // clang's arm_acle.h declares __crc32c* only when the whole file targets +crc
+#define KVTIER_CRC32C_TARGET __attribute__((target("crc")))
+#define KVTIER_CRC32CD __builtin_arm_crc32cd
+#define KVTIER_CRC32CB __builtin_arm_crc32cb
+#else
 #define KVTIER_CRC32C_TARGET __attribute__((target("+crc")))
+#define KVTIER_CRC32CD __crc32cd
+#define KVTIER_CRC32CB __crc32cb
+#endif
 #endif
 
 namespace kvtier::hw {
@@ -109,9 +117,9 @@ KVTIER_CRC32C_TARGET inline uint32_t step8(uint32_t crc, std::byte b) {
 bool hardware_available() { return __builtin_cpu_supports("sse4.2"); }
 constexpr const char* kHardwareName = "sse4.2";
 #else
-KVTIER_CRC32C_TARGET inline uint32_t step64(uint32_t crc, uint64_t word) { return __crc32cd(crc, word); }
+KVTIER_CRC32C_TARGET inline uint32_t step64(uint32_t crc, uint64_t word) { return KVTIER_CRC32CD(crc, word); }
 KVTIER_CRC32C_TARGET inline uint32_t step8(uint32_t crc, std::byte b) {
-  return __crc32cb(crc, static_cast<uint8_t>(b));
+  return KVTIER_CRC32CB(crc, static_cast<uint8_t>(b));
 }
 bool hardware_available() { return (::getauxval(AT_HWCAP) & HWCAP_CRC32) != 0; }
 constexpr const char* kHardwareName = "armv8-crc";
