@@ -1,6 +1,7 @@
 // One serving simulation from start to finish: build the SimGrid engine and platform, the cache, the
-// workload and the serving instance; run; summarise; write the per-request and time-series CSVs (through
-// CheckedFile, so a full disk is an error that names the file).
+// workload and the serving instance; run; summarise; write the per-request, time-series and transfer CSVs
+// (requests.csv, timeseries.csv, transfers.csv) through CheckedFile, so a full disk is an error that names
+// the file.
 //
 // A process can run one SimGrid engine, so callers run this through run_isolated() (isolated_run.h).
 #pragma once
@@ -13,7 +14,7 @@
 namespace kvtier {
 
 struct SimulationOptions {
-  std::string out_dir;          // requests.csv and timeseries.csv go here; empty writes nothing
+  std::string out_dir;          // the CSVs go here; empty writes nothing
   bool free_transfers = false;  // every load and store takes no time (checks against the analytic mode)
 };
 

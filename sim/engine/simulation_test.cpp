@@ -96,6 +96,59 @@ TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
   EXPECT_NEAR(ttft, load + prefill_by_hand(8192, 512), 1e-6);
 }
 
+// transfers.csv of the same three requests: C's load of A's 6 blocks from DRAM is one row, timed as by
+// hand; every store is a row, and the stores' bytes are what the D2H link carried.
+TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
+  std::string trace = temp_file("kvtier_sim_transfers.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
+                                                                  mooncake_line(100000, 20 * 512, 100, 20) +
+                                                                  mooncake_line(200000, 17 * 512, 1, 16, 17));
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB"));
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_transfers").string();
+  nlohmann::json summary = run(s, false, out);
+  std::ifstream in(out + "/transfers.csv");
+  std::string line;
+  std::getline(in, line);
+  ASSERT_EQ(line, "path,bytes,start_s,end_s");
+  std::vector<std::vector<std::string>> loads, stores;
+  while (std::getline(in, line)) {
+    std::vector<std::string> row = split(line);
+    ASSERT_EQ(row.size(), 4u) << line;
+    (row[0] == "dram->hbm" ? loads : stores).push_back(row);
+  }
+  const double block = 512.0 * 131072;
+  ASSERT_EQ(loads.size(), 1u);
+  EXPECT_EQ(std::stod(loads[0][1]), 6 * block);
+  EXPECT_EQ(std::stod(loads[0][2]), 200.0);  // C arrives at 200 s to an idle instance
+  EXPECT_NEAR(std::stod(loads[0][3]) - 200.0, 2.8e-6 + 6 * block / 55e9, 1e-9);
+
+  double stored = 0, d2h = 0;
+  int64_t store_events = 0;
+  for (const auto& row : stores) {
+    EXPECT_EQ(row[0], "hbm->dram") << row[0];
+    stored += std::stod(row[1]);
+    EXPECT_GE(std::stod(row[3]) - std::stod(row[2]) + 1e-9, 2.8e-6 + std::stod(row[1]) / 55e9) << row[2];
+  }
+  for (const auto& flow : summary["cache_traffic"]) {
+    if (flow["event"] == "demote" || flow["event"] == "write_through")
+      store_events += flow["blocks"].get<int64_t>();
+  }
+  for (const auto& l : summary["link_bytes"]) {
+    if (l["link"] == "pcie_d2h_0") d2h = l["bytes"].get<double>();
+  }
+  // B's admission at 100 s demotes 6 of A's blocks: the first goes at once, the other 5 wait in the
+  // queue and go together when the engine next looks, after B's first prefill chunk of 8,192 tokens.
+  ASSERT_GE(stores.size(), 6u);
+  EXPECT_EQ(std::stod(stores[0][2]), 100.0);
+  for (size_t i = 1; i < 6; ++i) {
+    EXPECT_NEAR(std::stod(stores[i][2]), 100 + prefill_by_hand(0, 8192), 1e-6);
+    EXPECT_NEAR(std::stod(stores[i][3]) - std::stod(stores[i][2]), 2.8e-6 + 5 * block / 55e9, 1e-9);
+  }
+  EXPECT_EQ(static_cast<int64_t>(stores.size()), store_events);
+  EXPECT_GT(stored, 0);
+  EXPECT_EQ(stored, d2h);
+}
+
 TEST(Simulation, BreakevenPolicyRecomputesWhatTheDiskWouldLoadSlower) {
   // The same three requests on the H200, whose only lower tier is its 1.1 GB/s disk. 139.8 GiB − 132.03 GB
   // − 16.06 GB of weights leaves 2.02 GB for KV: 30 blocks.
@@ -155,7 +208,8 @@ TEST(Simulation, BytesPerLinkEqualTheCacheEvents) {
   Scenario s =
       scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, "
                                      "duration: 5min}"));
-  nlohmann::json summary = run(s);
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_link_bytes").string();
+  nlohmann::json summary = run(s, false, out);
   double promoted = 0, stored = 0;
   for (const auto& flow : summary["cache_traffic"]) {
     if (flow["event"] == "promote") promoted += flow["from_bytes"].get<double>();
@@ -169,6 +223,16 @@ TEST(Simulation, BytesPerLinkEqualTheCacheEvents) {
   EXPECT_NEAR(links["pcie_h2d_0"], promoted, 1.0);
   EXPECT_NEAR(links["pcie_d2h_0"], stored, 1.0);
   EXPECT_NEAR(links["dram"], promoted + stored, 2.0);
+  // transfers.csv: a row for every byte each PCIe direction carried.
+  std::vector<double> bytes = csv_column(out + "/transfers.csv", "bytes");
+  std::map<std::string, double> by_path;
+  std::ifstream in(out + "/transfers.csv");
+  std::string line;
+  std::getline(in, line);
+  for (size_t row = 0; std::getline(in, line); ++row) by_path[split(line).at(0)] += bytes.at(row);
+  EXPECT_EQ(by_path.size(), 2u);
+  EXPECT_EQ(by_path["dram->hbm"], links["pcie_h2d_0"]);
+  EXPECT_EQ(by_path["hbm->dram"], links["pcie_d2h_0"]);
 }
 
 TEST(Simulation, SameInputsGiveIdenticalResults) {
@@ -176,6 +240,24 @@ TEST(Simulation, SameInputsGiveIdenticalResults) {
       scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
                                      "duration: 2min}"));
   EXPECT_EQ(run(s).dump(), run(s).dump());
+}
+
+// Following the last stores to their end for transfers.csv happens after the run: the summary and the
+// time series are those of a run that writes no folder, the samples stopping with the last request.
+TEST(Simulation, WritingTheFolderChangesNoFigure) {
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
+                                     "duration: 2min}"));
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_same_summary").string();
+  nlohmann::json written = run(s, false, out);
+  EXPECT_EQ(written.dump(), run(s).dump());
+  std::vector<double> times = csv_column(out + "/timeseries.csv", "time_s");
+  ASSERT_FALSE(times.empty());
+  EXPECT_LE(times.back(), written["simulated_s"].get<double>());
+  std::vector<double> ends = csv_column(out + "/transfers.csv", "end_s");
+  ASSERT_FALSE(ends.empty());
+  EXPECT_GT(*std::max_element(ends.begin(), ends.end()), written["simulated_s"].get<double>())
+      << "the run should end with stores in flight, which transfers.csv follows to their end";
 }
 
 TEST(Simulation, BadScenariosFailBeforeRunning) {

@@ -10,8 +10,9 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
                                  TieredCache& cache, ReplayDriver& driver,
                                  std::vector<RequestRecord>& records)
     : tier_media_(std::move(config.tier_media)),
+      tier_names_(std::move(config.tier_names)),
       platform_(platform),
-      stores_(platform),
+      stores_(platform, transfers_),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
 
 void ServingInstance::run() {
@@ -32,8 +33,8 @@ void ServingInstance::run() {
 bool ServingInstance::wait_for_work(const Decision& decision) {
   std::vector<sg4::CommPtr> pending = stores_.in_flight();
   for (LoadHandle load : decision.awaited_loads) {
-    const std::vector<sg4::CommPtr>& comms = loads_.at(load);
-    pending.insert(pending.end(), comms.begin(), comms.end());
+    for (const LoadPart& part : loads_.at(load).parts)
+      pending.insert(pending.end(), part.comms.begin(), part.comms.end());
   }
   const std::optional<double>& next = decision.next_arrival_s;
   if (pending.empty()) {
@@ -51,32 +52,45 @@ double ServingInstance::now() const {
 }
 
 LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier) {
-  std::vector<sg4::CommPtr>& comms = loads_[next_load_];
+  Load& load = loads_[next_load_];
+  load.start_s = now();
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
     auto started = platform_.transfer(tier_media_[t], tier_media_[0], bytes_by_tier[t]);
     state_.transfers += static_cast<int64_t>(started.size());
-    comms.insert(comms.end(), started.begin(), started.end());
+    load.parts.push_back({static_cast<int>(t), bytes_by_tier[t], std::move(started)});
   }
   return next_load_++;
 }
 
-bool ServingInstance::load_done(LoadHandle load) {
-  auto it = loads_.find(load);
-  if (!std::all_of(it->second.begin(), it->second.end(), [](const sg4::CommPtr& c) { return c->test(); }))
-    return false;
+bool ServingInstance::load_done(LoadHandle handle) {
+  auto it = loads_.find(handle);
+  const Load& load = it->second;
+  for (const LoadPart& part : load.parts) {
+    if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
+      return false;
+  }
+  for (const LoadPart& part : load.parts) {
+    double landed = load.start_s;
+    for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
+    transfers_.push_back(
+        {transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s, landed});
+  }
   loads_.erase(it);
   return true;
 }
 
-void ServingInstance::cancel_load(LoadHandle load) {
-  auto it = loads_.find(load);
-  for (const sg4::CommPtr& c : it->second) c->cancel();
+void ServingInstance::cancel_load(LoadHandle handle) {
+  auto it = loads_.find(handle);
+  for (const LoadPart& part : it->second.parts) {
+    for (const sg4::CommPtr& c : part.comms) c->cancel();
+  }
   loads_.erase(it);
 }
 
 void ServingInstance::start_store(int from_tier, int to_tier, double bytes) {
-  stores_.add(tier_media_[from_tier], tier_media_[to_tier], bytes);
+  stores_.add(tier_media_[from_tier], tier_media_[to_tier],
+              transfer_path(tier_names_[from_tier], tier_names_[to_tier]), bytes);
 }
 
 }  // namespace kvtier

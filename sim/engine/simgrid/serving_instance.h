@@ -5,13 +5,19 @@
 // as a simulated sleep. Loads and stores are SimGrid Comms on the platform's links, so they overlap compute
 // and share bandwidth; stores go through offload-worker queues (store_queue.h). When nothing can run, the
 // actor waits for the next arrival or for any transfer to end.
+//
+// Every load and store is also logged for transfers.csv (sim/core/transfer_log.h): a load as one row per
+// lower tier it reads (from when the load starts to when that tier's bytes have landed in HBM; a load
+// cancelled by a preemption has no row), a store as the store queues log it (store_queue.h).
 #pragma once
 
 #include <simgrid/s4u.hpp>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
+#include "sim/core/transfer_log.h"
 #include "sim/engine/metrics.h"
 #include "sim/engine/simgrid/platform.h"
 #include "sim/serving/scheduler.h"
@@ -20,7 +26,8 @@
 namespace kvtier {
 
 struct InstanceConfig : SchedulerConfig {
-  std::vector<Medium> tier_media;  // where each cache tier lives
+  std::vector<Medium> tier_media;        // where each cache tier lives
+  std::vector<std::string> tier_names;  // the cache's names of the tiers, for transfers.csv
 };
 
 // What the sampler reads while the instance runs.
@@ -35,6 +42,11 @@ class ServingInstance : private ServingBackend {
   void run();  // the actor's body
   InstanceState& state() { return state_; }
   int64_t store_transfers() const { return stores_.transfers_started(); }
+  // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
+  // run after run() has ended.
+  void finish_stores() { stores_.finish_in_flight(); }
+  // Every load and store that has landed, in the order they were seen to land.
+  const std::vector<TransferRecord>& transfers() const { return transfers_; }
 
  private:
   double now() const override;
@@ -44,11 +56,24 @@ class ServingInstance : private ServingBackend {
   void start_store(int from_tier, int to_tier, double bytes) override;
   bool wait_for_work(const Decision& decision);
 
+  // The part of a load that one lower tier sends.
+  struct LoadPart {
+    int tier = 0;
+    double bytes = 0;
+    std::vector<simgrid::s4u::CommPtr> comms;
+  };
+  struct Load {
+    double start_s = 0;
+    std::vector<LoadPart> parts;
+  };
+
   std::vector<Medium> tier_media_;
+  std::vector<std::string> tier_names_;
   Platform& platform_;
   InstanceState state_;
+  std::vector<TransferRecord> transfers_;
   StoreQueues stores_;  // demotions and write-throughs, nobody waits for them
-  std::unordered_map<LoadHandle, std::vector<simgrid::s4u::CommPtr>> loads_;
+  std::unordered_map<LoadHandle, Load> loads_;
   LoadHandle next_load_ = 0;
   Scheduler scheduler_;  // last: it holds references to the members above
 };

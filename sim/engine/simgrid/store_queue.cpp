@@ -6,10 +6,11 @@ namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 
-void StoreQueues::add(Medium from, Medium to, double bytes) {
+void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes) {
   auto key = std::make_pair(from, to);
   Path& path = paths_[key];
   path.pending_bytes += bytes;
+  path.pending.push_back({tier_path, bytes, 0, 0});
   if (path.comms.empty()) start(key, path);
 }
 
@@ -17,6 +18,21 @@ void StoreQueues::start(std::pair<Medium, Medium> key, Path& path) {
   path.comms = platform_.transfer(key.first, key.second, path.pending_bytes);
   started_ += static_cast<int64_t>(path.comms.size());
   path.pending_bytes = 0;
+  const double now = sg4::Engine::get_clock();
+  for (TransferRecord& store : path.pending) store.start_s = now;
+  path.moving = std::move(path.pending);
+  path.pending.clear();
+}
+
+void StoreQueues::finish(Path& path) {
+  double landed = 0;
+  for (const sg4::CommPtr& c : path.comms) landed = std::max(landed, c->get_finish_time());
+  for (TransferRecord& store : path.moving) {
+    store.end_s = landed;
+    log_.push_back(std::move(store));
+  }
+  path.moving.clear();
+  path.comms.clear();
 }
 
 void StoreQueues::pump() {
@@ -24,8 +40,16 @@ void StoreQueues::pump() {
     if (path.comms.empty()) continue;
     if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       continue;
-    path.comms.clear();
+    finish(path);
     if (path.pending_bytes > 0) start(key, path);
+  }
+}
+
+void StoreQueues::finish_in_flight() {
+  for (auto& [key, path] : paths_) {
+    if (path.comms.empty()) continue;
+    for (const sg4::CommPtr& c : path.comms) c->wait();
+    finish(path);
   }
 }
 

@@ -6,25 +6,38 @@
 // worker per destination with a bounded queue; so here each (from, to) path has one transfer in flight,
 // and bytes that arrive meanwhile wait and go together in the next one. The link carries the same bytes
 // at the same rate; SimGrid sees one flow per path.
+//
+// Each store still becomes its own row of transfers.csv (sim/core/transfer_log.h): it starts when the
+// batch carrying it starts moving on the link, after its wait in the queue, and ends when that batch has
+// landed. Stores still queued when the run ends never moved and have no row; batches in flight then are
+// followed to their end (finish_in_flight).
 #pragma once
 
 #include <map>
 #include <simgrid/s4u.hpp>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "sim/core/transfer_log.h"
 #include "sim/engine/simgrid/platform.h"
 
 namespace kvtier {
 
 class StoreQueues {
  public:
-  explicit StoreQueues(Platform& platform) : platform_(platform) {}
+  // Finished stores are appended to `log`.
+  StoreQueues(Platform& platform, std::vector<TransferRecord>& log) : platform_(platform), log_(log) {}
 
-  // Queues `bytes` for the path; starts a transfer at once if the path is idle.
-  void add(Medium from, Medium to, double bytes);
-  // Starts the next batch on every path whose transfer has finished. Call at every engine iteration.
+  // Queues `bytes` for the path between the media; `tier_path` names the store in transfers.csv. Starts a
+  // transfer at once if the path is idle.
+  void add(Medium from, Medium to, const std::string& tier_path, double bytes);
+  // Logs the batch of every path whose transfer has finished and starts the next. Call at every engine
+  // iteration.
   void pump();
+  // Waits for every batch in flight and logs it; queued stores are not started. For the end of the run,
+  // from an actor, when nobody pumps any more.
+  void finish_in_flight();
   // Transfers in flight, for an idle engine to wait on.
   std::vector<simgrid::s4u::CommPtr> in_flight() const;
   double queued_bytes() const;
@@ -33,11 +46,16 @@ class StoreQueues {
  private:
   struct Path {
     double pending_bytes = 0;
+    std::vector<TransferRecord> pending;  // stores waiting for the next batch; start_s unset
     std::vector<simgrid::s4u::CommPtr> comms;
+    std::vector<TransferRecord> moving;  // the stores of the batch in flight; end_s unset
   };
   void start(std::pair<Medium, Medium> key, Path& path);
+  // Logs the stores of the batch in flight, which has landed, with the time it did.
+  void finish(Path& path);
 
   Platform& platform_;
+  std::vector<TransferRecord>& log_;
   std::map<std::pair<Medium, Medium>, Path> paths_;
   int64_t started_ = 0;
 };
