@@ -13,8 +13,8 @@ std::vector<GemmShape> prefill_gemm_shapes(const ModelCard& model, int64_t token
   const int64_t q_width = int64_t{model.query_heads} * model.head_dim;
   const int64_t qkv_width = q_width + 2 * int64_t{model.kv_heads} * model.head_dim;
   const int64_t mlp_width = model.moe ? int64_t{model.moe->experts_per_token + model.moe->shared_experts} *
-                                           model.moe->expert_intermediate_size
-                                     : model.intermediate_size;
+                                            model.moe->expert_intermediate_size
+                                      : model.intermediate_size;
   if (mlp_width <= 0) {
     throw ConfigError(model.name + ": the model card gives no intermediate_size, which the MLP GEMMs need");
   }

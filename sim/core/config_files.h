@@ -22,8 +22,9 @@ const std::vector<EmbeddedFile>& embedded_files();
 
 // Loads `name_or_path`: a file on disk, else the embedded `<folder>/<name>.yaml`. Throws ConfigError for
 // a directory that is not an embedded name, and listing the embedded names of that folder when neither
-// exists. In the "models" folder, a file ending in .json is a Hugging Face config.json (sim/core/hf_config.h),
-// returned as the model card it maps to, so that every reader of model cards accepts one.
+// exists. In the "models" folder, a file ending in .json is a Hugging Face config.json
+// (sim/core/hf_config.h), returned as the model card it maps to, so that every reader of model cards accepts
+// one.
 ConfigNode load_config(const std::string& name_or_path, const std::string& folder);
 
 // Names (file stems) of the embedded files under `folder`.

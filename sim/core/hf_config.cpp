@@ -1,10 +1,9 @@
 #include "sim/core/hf_config.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
 
@@ -22,19 +21,23 @@ struct Family {
   std::string_view architecture;
   bool qkv_bias;  // Q, K and V projections always have biases
 };
-constexpr Family kFamilies[] = {
-    {"llama", "LlamaForCausalLM", false},          {"mistral", "MistralForCausalLM", false},
-    {"qwen2", "Qwen2ForCausalLM", true},           {"qwen3", "Qwen3ForCausalLM", false},
-    {"mixtral", "MixtralForCausalLM", false},      {"qwen3_moe", "Qwen3MoeForCausalLM", false},
-    {"deepseek_v2", "DeepseekV2ForCausalLM", false}, {"deepseek_v3", "DeepseekV3ForCausalLM", false},
-    {"minimax_m2", "MiniMaxM2ForCausalLM", false}, {"minimax", "MiniMaxForCausalLM", false}};
+constexpr Family kFamilies[] = {{"llama", "LlamaForCausalLM", false},
+                                {"mistral", "MistralForCausalLM", false},
+                                {"qwen2", "Qwen2ForCausalLM", true},
+                                {"qwen3", "Qwen3ForCausalLM", false},
+                                {"mixtral", "MixtralForCausalLM", false},
+                                {"qwen3_moe", "Qwen3MoeForCausalLM", false},
+                                {"deepseek_v2", "DeepseekV2ForCausalLM", false},
+                                {"deepseek_v3", "DeepseekV3ForCausalLM", false},
+                                {"minimax_m2", "MiniMaxM2ForCausalLM", false},
+                                {"minimax", "MiniMaxForCausalLM", false}};
 
 // "line:column" (both from 1) of the byte at `offset` (from 0) of `text`.
 std::string line_column(const std::string& text, size_t offset) {
   offset = std::min(offset, text.size());
   const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-  const size_t line_start = offset == 0 ? 0 : text.rfind('\n', offset - 1);
-  const size_t column = line_start == std::string::npos || offset == 0 ? offset + 1 : offset - line_start;
+  const size_t newline = offset == 0 ? std::string::npos : text.rfind('\n', offset - 1);
+  const size_t column = newline == std::string::npos ? offset + 1 : offset - newline;
   return std::to_string(line) + ":" + std::to_string(column);
 }
 
@@ -63,8 +66,12 @@ json parse_json(const std::string& text, const std::string& file) {
   } catch (const json::parse_error& e) {
     throw ConfigError(file + ":" + line_column(text, e.byte == 0 ? 0 : e.byte - 1) +
                       ": invalid JSON: " + parse_error_reason(e));
+  } catch (const json::exception& e) {  // a number beyond double's range: nlohmann gives no position
+    const std::string message = e.what();
+    throw ConfigError(file + ": invalid JSON: " + message.substr(message.find("] ") + 2));
   }
-  if (!root.is_object()) throw ConfigError(file + ": expected a JSON object of config fields at the top level");
+  if (!root.is_object())
+    throw ConfigError(file + ": expected a JSON object of config fields at the top level");
   return root;
 }
 
@@ -105,11 +112,13 @@ class Fields {
     const json& value = at(key);
     const std::string range =
         "expected an integer from " + std::to_string(least) + " to " + std::to_string(kMaxCardInteger);
-    if (!value.is_number_integer()) fail(key, range + ", got " + shown(value));
-    if (value.is_number_unsigned() ? value.get<uint64_t>() > uint64_t{kMaxCardInteger}
-                                   : value.get<int64_t>() < least || value.get<int64_t>() > kMaxCardInteger) {
-      fail(key, range + ", got " + shown(value));
-    }
+    // nlohmann reads a non-negative integer as unsigned, a negative one as signed.
+    const bool in_range = value.is_number_unsigned()
+                              ? value.get<uint64_t>() <= uint64_t{kMaxCardInteger} &&
+                                    value.get<uint64_t>() >= static_cast<uint64_t>(least)
+                              : value.is_number_integer() && value.get<int64_t>() >= least &&
+                                    value.get<int64_t>() <= kMaxCardInteger;
+    if (!in_range) fail(key, range + ", got " + shown(value));
     return value.get<int>();
   }
 
@@ -134,8 +143,10 @@ const Family& family_of(const Fields& f, const std::string& label) {
     }
   }
   std::string known;
-  for (const Family& family : kFamilies) known += (known.empty() ? "" : ", ") + std::string(family.model_type);
-  throw ConfigError(f.file() + ": " + label + ": not a decoder family kvtier can map (it maps " + known + ")");
+  for (const Family& family : kFamilies)
+    known += (known.empty() ? "" : ", ") + std::string(family.model_type);
+  throw ConfigError(f.file() + ": " + label + ": not a decoder family kvtier can map (it maps " + known +
+                    ")");
 }
 
 void require_attention_layout(const Fields& f, const std::string& label) {
@@ -158,7 +169,8 @@ void map_attention(const Fields& f, ModelCard& card) {
   card.kv_heads = f.positive("num_key_value_heads");
   if (card.query_heads % card.kv_heads != 0) {
     f.fail("num_key_value_heads", "expected a divisor of num_attention_heads (" +
-                                      std::to_string(card.query_heads) + "), got " + std::to_string(card.kv_heads));
+                                      std::to_string(card.query_heads) + "), got " +
+                                      std::to_string(card.kv_heads));
   }
   if (f.has("head_dim")) {
     card.head_dim = f.positive("head_dim");
@@ -174,40 +186,47 @@ void map_attention(const Fields& f, ModelCard& card) {
 // first layers. Experts every layer after them (moe_layer_freq, decoder_sparse_step 1) is all kvtier maps.
 int leading_dense_layers(const Fields& f) {
   for (const char* every_layer : {"moe_layer_freq", "decoder_sparse_step"}) {
-    if (f.count(every_layer, 1) != 1) f.fail(every_layer, "kvtier maps experts in every layer after the dense ones (1)");
+    if (f.count(every_layer, 1) != 1)
+      f.fail(every_layer, "kvtier maps experts in every layer after the dense ones (1)");
   }
   if (!f.has("mlp_only_layers")) return f.count("first_k_dense_replace", 0);
   const json& layers = f.at("mlp_only_layers");
   if (!layers.is_array()) f.fail("mlp_only_layers", "expected a list of layer indices");
   for (size_t i = 0; i < layers.size(); ++i) {
     if (!layers[i].is_number_integer() || layers[i].get<int64_t>() != static_cast<int64_t>(i)) {
-      f.fail("mlp_only_layers", "kvtier maps only leading dense layers (0, 1, ...), got " + Fields::shown(layers));
+      f.fail("mlp_only_layers",
+             "kvtier maps only leading dense layers (0, 1, ...), got " + Fields::shown(layers));
     }
   }
   return static_cast<int>(layers.size());
 }
 
 MoeShape map_experts(const Fields& f, const char* experts_key, int layers) {
-  MoeShape moe{.routed_experts = f.positive(experts_key), .experts_per_token = f.positive("num_experts_per_tok")};
+  MoeShape moe{.routed_experts = f.positive(experts_key),
+               .experts_per_token = f.positive("num_experts_per_tok")};
   // Mixtral and MiniMax name their experts' width intermediate_size.
   moe.expert_intermediate_size =
       f.positive(f.has("moe_intermediate_size") ? "moe_intermediate_size" : "intermediate_size");
   if (moe.experts_per_token > moe.routed_experts) {
-    f.fail("num_experts_per_tok", "expected at most " + std::string(experts_key) + " (" +
-                                      std::to_string(moe.routed_experts) + ")");
+    f.fail("num_experts_per_tok",
+           "expected at most " + std::string(experts_key) + " (" + std::to_string(moe.routed_experts) + ")");
   }
   moe.shared_experts = f.count("n_shared_experts", 0);
   for (const char* width_key : {"shared_expert_intermediate_size", "shared_intermediate_size"}) {
     const int width = f.count(width_key, 0);
     if (width % moe.expert_intermediate_size != 0) {
-      f.fail(width_key, "expected a multiple of the experts' width " + std::to_string(moe.expert_intermediate_size));
+      f.fail(width_key,
+             "expected a multiple of the experts' width " + std::to_string(moe.expert_intermediate_size));
     }
     moe.shared_experts += width / moe.expert_intermediate_size;
+    if (moe.shared_experts > kMaxCardInteger) {
+      f.fail(width_key, "expected at most " + std::to_string(kMaxCardInteger) + " shared experts in all");
+    }
   }
   moe.first_dense_layers = leading_dense_layers(f);
   if (moe.first_dense_layers >= layers) {
-    f.fail("first_k_dense_replace", "expected fewer dense layers than num_hidden_layers (" +
-                                        std::to_string(layers) + ")");
+    f.fail(f.has("mlp_only_layers") ? "mlp_only_layers" : "first_k_dense_replace",
+           "expected fewer dense layers than num_hidden_layers (" + std::to_string(layers) + ")");
   }
   return moe;
 }
@@ -230,7 +249,8 @@ void require_softmax_attention(const Fields& f) {
   const bool all_softmax = types.is_array() && std::all_of(types.begin(), types.end(), [](const json& t) {
                              return t.is_number_integer() && t.get<int64_t>() == 1;
                            });
-  if (!all_softmax) f.fail("attn_type_list", "kvtier maps softmax attention (1) in every layer, got " + Fields::shown(types));
+  if (!all_softmax)
+    f.fail("attn_type_list", "kvtier maps softmax attention (1) in every layer, got " + Fields::shown(types));
 }
 
 struct WeightType {
@@ -244,8 +264,10 @@ WeightType weight_type(const Fields& f) {
     const json& quantization = f.at("quantization_config");
     const json method = quantization.is_object() ? quantization.value("quant_method", json()) : json();
     if (method == "fp8") return {"fp8", 1};
-    if ((method == "awq" || method == "gptq") && quantization.value("bits", json()) == 4) return {"int4", 0.5};
-    f.fail("quantization_config.quant_method", "expected fp8, or awq or gptq with bits 4; got " + Fields::shown(method));
+    if ((method == "awq" || method == "gptq") && quantization.value("bits", json()) == 4)
+      return {"int4", 0.5};
+    f.fail("quantization_config.quant_method",
+           "expected fp8, or awq or gptq with bits 4; got " + Fields::shown(method));
   }
   const char* key = f.has("torch_dtype") ? "torch_dtype" : "dtype";
   if (!f.has(key)) return {"bf16", 2};
@@ -265,7 +287,8 @@ std::string card_name(const std::string& file) {
     return folder.empty() ? stem : folder;
   }
   for (std::string_view suffix : {"-config", "_config", ".config"}) {
-    if (stem.size() > suffix.size() && stem.ends_with(suffix)) return stem.substr(0, stem.size() - suffix.size());
+    if (stem.size() > suffix.size() && stem.ends_with(suffix))
+      return stem.substr(0, stem.size() - suffix.size());
   }
   return stem;
 }
@@ -275,7 +298,8 @@ double attention_weights(const ModelCard& c, const ExtraWeights& extra) {
   const double heads = c.query_heads;
   if (c.attention == AttentionKind::kMla) {
     const double q_width = heads * (c.qk_nope_head_dim + c.qk_rope_head_dim);
-    const double q = c.q_lora_rank > 0 ? hidden * c.q_lora_rank + c.q_lora_rank + static_cast<double>(c.q_lora_rank) * q_width
+    const double q = c.q_lora_rank > 0 ? hidden * c.q_lora_rank + c.q_lora_rank +
+                                             static_cast<double>(c.q_lora_rank) * q_width
                                        : hidden * q_width;
     const double kv = hidden * (c.kv_lora_rank + c.qk_rope_head_dim) + c.kv_lora_rank +
                       static_cast<double>(c.kv_lora_rank) * heads * (c.qk_nope_head_dim + c.v_head_dim);
@@ -326,10 +350,9 @@ ModelCard parse_hf_config(const std::string& text, const std::string& file) {
   card.weight_dtype = weights.name;
   card.weight_bytes_per_param = weights.bytes_per_param;
   const bool attention_bias = f.flag("attention_bias");
-  const ParameterCounts counts =
-      count_parameters(card, {.tied_embeddings = f.flag("tie_word_embeddings"),
-                              .qkv_bias = family.qkv_bias || attention_bias,
-                              .output_bias = attention_bias});
+  const ParameterCounts counts = count_parameters(card, {.tied_embeddings = f.flag("tie_word_embeddings"),
+                                                         .qkv_bias = family.qkv_bias || attention_bias,
+                                                         .output_bias = attention_bias});
   card.total_params = counts.total;
   card.active_params = counts.active;
   return card;

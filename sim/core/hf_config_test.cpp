@@ -30,9 +30,10 @@ TEST(HfConfig, ParameterCountsMatchThePublishedOnesWithinTwoPercent) {
     double total;
     double active;
   };
-  for (const Published& p : {Published{"llama-3.1-8b", 8.03e9, 8.03e9}, Published{"llama-3.1-70b", 70.6e9, 70.6e9},
-                             Published{"qwen3-32b", 32.8e9, 32.8e9}, Published{"qwen3-30b-a3b", 30.5e9, 3.3e9},
-                             Published{"deepseek-v3", 671e9, 37e9}}) {
+  for (const Published& p :
+       {Published{"llama-3.1-8b", 8.03e9, 8.03e9}, Published{"llama-3.1-70b", 70.6e9, 70.6e9},
+        Published{"qwen3-32b", 32.8e9, 32.8e9}, Published{"qwen3-30b-a3b", 30.5e9, 3.3e9},
+        Published{"deepseek-v3", 671e9, 37e9}}) {
     const ModelCard card = committed(p.model);
     EXPECT_NEAR(card.total_params / p.total, 1.0, 0.02) << p.model << ": " << card.total_params;
     EXPECT_NEAR(card.active_params / p.active, 1.0, 0.02) << p.model << ": " << card.active_params;
@@ -48,7 +49,9 @@ TEST(HfConfig, CommittedConfigsMapToTheBuiltInCardsShapes) {
     from_json.source = card.source;
     from_json.total_params = card.total_params;
     from_json.active_params = card.active_params;
-    EXPECT_EQ(from_json, card) << model << "\n" << model_card_yaml(from_json) << "\n" << model_card_yaml(card);
+    EXPECT_EQ(from_json, card) << model << "\n"
+                               << model_card_yaml(from_json) << "\n"
+                               << model_card_yaml(card);
   }
 }
 
@@ -65,7 +68,8 @@ TEST(HfConfig, NamesComeFromTheFile) {
 
 // A small config whose weights are counted by hand below.
 std::string tiny(const std::string& extra, const std::string& model_type = "llama") {
-  return R"({"model_type": ")" + model_type + R"(", "num_hidden_layers": 2, "hidden_size": 8, "num_attention_heads": 2,
+  return R"({"model_type": ")" + model_type +
+         R"(", "num_hidden_layers": 2, "hidden_size": 8, "num_attention_heads": 2,
              "num_key_value_heads": 1, "head_dim": 4, "intermediate_size": 16, "vocab_size": 10)" +
          extra + "}";
 }
@@ -87,14 +91,17 @@ TEST(HfConfig, DenseCountsByHand) {
 TEST(HfConfig, MoeCountsByHand) {
   // Layer 0 dense (592). Layer 1: attention and norms 208, router 8 x 4 = 32, experts of 3 x 8 x 6 = 144:
   // 4 routed + 1 shared = 720 in all, 2 + 1 = 432 active.
-  const ModelCard card = parse_hf_config(
-      tiny(R"(, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
+  const ModelCard card =
+      parse_hf_config(tiny(R"(, "n_routed_experts": 4, "num_experts_per_tok": 2, "n_shared_experts": 1,
               "moe_intermediate_size": 6, "first_k_dense_replace": 1)",
-           "deepseek_v3"),
-      "moe.json");
+                           "deepseek_v3"),
+                      "moe.json");
   ASSERT_TRUE(card.moe);
-  EXPECT_EQ(*card.moe, (MoeShape{.routed_experts = 4, .experts_per_token = 2, .shared_experts = 1,
-                                 .expert_intermediate_size = 6, .first_dense_layers = 1}));
+  EXPECT_EQ(*card.moe, (MoeShape{.routed_experts = 4,
+                                 .experts_per_token = 2,
+                                 .shared_experts = 1,
+                                 .expert_intermediate_size = 6,
+                                 .first_dense_layers = 1}));
   EXPECT_EQ(card.total_params, 160 + 8 + 592 + 208 + 32 + 720);
   EXPECT_EQ(card.active_params, 160 + 8 + 592 + 208 + 32 + 432);
 }
@@ -123,8 +130,9 @@ TEST(HfConfig, ExplicitHeadDimNeedNotBeHiddenOverHeads) {
 TEST(HfConfig, MixtralStyleExperts) {
   const ModelCard card = parse_hf_config(
       R"({"architectures": ["MixtralForCausalLM"], "hidden_size": 4096, "intermediate_size": 14336,
-          "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32, "num_key_value_heads": 8,
-          "num_local_experts": 8, "tie_word_embeddings": false, "torch_dtype": "bfloat16", "vocab_size": 32000})",
+          "num_attention_heads": 32, "num_experts_per_tok": 2, "num_hidden_layers": 32,
+          "num_key_value_heads": 8, "num_local_experts": 8, "tie_word_embeddings": false,
+          "torch_dtype": "bfloat16", "vocab_size": 32000})",
       "mixtral.json");
   ASSERT_TRUE(card.moe);
   EXPECT_EQ(card.moe->expert_intermediate_size, 14336);
@@ -148,40 +156,44 @@ TEST(HfConfig, WeightTypeFromTorchDtypeOrQuantization) {
 }
 
 TEST(HfConfig, AnArchitectureItCannotMapIsNamed) {
-  EXPECT_EQ(error_of([] {
-              parse_hf_config(R"({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24,
+  EXPECT_EQ(
+      error_of([] {
+        parse_hf_config(R"({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24,
                                   "vocab_size": 50280, "state_size": 16})",
-                              "config.json");
-            }),
-            "config.json: model_type \"mamba\": no attention layout kvtier can map (needs num_key_value_heads or "
-            "kv_lora_rank)");
-  EXPECT_EQ(error_of([] { parse_hf_config(tiny("", "phi3"), "c.json"); }),
-            "c.json: model_type \"phi3\": not a decoder family kvtier can map (it maps llama, mistral, qwen2, "
-            "qwen3, mixtral, qwen3_moe, deepseek_v2, deepseek_v3, minimax_m2, minimax)");
-  EXPECT_EQ(error_of([] {
-              parse_hf_config(R"({"architectures": ["GPT2LMHeadModel"], "n_head": 12, "num_key_value_heads": 12})",
-                              "c.json");
-            }),
-            "c.json: architectures[0] \"GPT2LMHeadModel\": not a decoder family kvtier can map (it maps llama, "
-            "mistral, qwen2, qwen3, mixtral, qwen3_moe, deepseek_v2, deepseek_v3, minimax_m2, minimax)");
+                        "config.json");
+      }),
+      "config.json: model_type \"mamba\": no attention layout kvtier can map (needs num_key_value_heads or "
+      "kv_lora_rank)");
+  EXPECT_EQ(
+      error_of([] { parse_hf_config(tiny("", "phi3"), "c.json"); }),
+      "c.json: model_type \"phi3\": not a decoder family kvtier can map (it maps llama, mistral, qwen2, "
+      "qwen3, mixtral, qwen3_moe, deepseek_v2, deepseek_v3, minimax_m2, minimax)");
+  EXPECT_EQ(
+      error_of([] {
+        parse_hf_config(R"({"architectures": ["GPT2LMHeadModel"], "n_head": 12, "num_key_value_heads": 12})",
+                        "c.json");
+      }),
+      "c.json: architectures[0] \"GPT2LMHeadModel\": not a decoder family kvtier can map (it maps llama, "
+      "mistral, qwen2, qwen3, mixtral, qwen3_moe, deepseek_v2, deepseek_v3, minimax_m2, minimax)");
   EXPECT_EQ(error_of([] { parse_hf_config(R"({"num_key_value_heads": 8})", "c.json"); }),
             "c.json: model_type: missing, and no architectures list names the model class");
-  EXPECT_EQ(error_of([] {
-              parse_hf_config(tiny(R"(, "attn_type_list": [0, 1])", "minimax"), "c.json");
-            }),
+  EXPECT_EQ(error_of([] { parse_hf_config(tiny(R"(, "attn_type_list": [0, 1])", "minimax"), "c.json"); }),
             "c.json: attn_type_list: kvtier maps softmax attention (1) in every layer, got [0,1]");
 }
 
 TEST(HfConfig, ExpertLayoutsItCannotMapAreNamed) {
   const std::string experts = R"(, "num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 6)";
-  auto qwen_moe = [&](const std::string& extra) { return parse_hf_config(tiny(experts + extra, "qwen3_moe"), "c.json"); };
+  auto qwen_moe = [&](const std::string& extra) {
+    return parse_hf_config(tiny(experts + extra, "qwen3_moe"), "c.json");
+  };
   EXPECT_EQ(qwen_moe(R"(, "mlp_only_layers": [0])").moe->first_dense_layers, 1);
   EXPECT_EQ(error_of([&] { qwen_moe(R"(, "mlp_only_layers": [1])"); }),
             "c.json: mlp_only_layers: kvtier maps only leading dense layers (0, 1, ...), got [1]");
   EXPECT_EQ(error_of([&] { qwen_moe(R"(, "decoder_sparse_step": 2)"); }),
             "c.json: decoder_sparse_step: kvtier maps experts in every layer after the dense ones (1)");
   EXPECT_EQ(error_of([] {
-              parse_hf_config(tiny(R"(, "num_local_experts": 2, "num_experts_per_tok": 3)", "mixtral"), "c.json");
+              parse_hf_config(tiny(R"(, "num_local_experts": 2, "num_experts_per_tok": 3)", "mixtral"),
+                              "c.json");
             }),
             "c.json: num_experts_per_tok: expected at most num_local_experts (2)");
   EXPECT_EQ(error_of([&] { qwen_moe(R"(, "shared_expert_intermediate_size": 7)"); }),
@@ -193,10 +205,17 @@ TEST(HfConfig, ValuesAreChecked) {
   EXPECT_EQ(error_of([] { parse_hf_config(tiny(R"(, "num_hidden_layers": "2")"), "c.json"); }),
             "c.json: num_hidden_layers: given twice in one object");
   EXPECT_EQ(error_of([] {
-              parse_hf_config(R"({"model_type": "llama", "num_hidden_layers": "32", "num_key_value_heads": 8})",
-                              "c.json");
+              parse_hf_config(
+                  R"({"model_type": "llama", "num_hidden_layers": "32", "num_key_value_heads": 8})",
+                  "c.json");
             }),
             "c.json: num_hidden_layers: expected an integer from 1 to 16777216, got \"32\"");
+  EXPECT_EQ(error_of([] {
+              parse_hf_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 8,
+                                  "num_attention_heads": 2, "num_key_value_heads": 0, "vocab_size": 4})",
+                              "c.json");
+            }),
+            "c.json: num_key_value_heads: expected an integer from 1 to 16777216, got 0");
   EXPECT_EQ(error_of([] {
               parse_hf_config(R"({"model_type": "llama", "num_hidden_layers": 2, "hidden_size": 9,
                                   "num_attention_heads": 2, "num_key_value_heads": 2, "vocab_size": 4})",
@@ -227,11 +246,15 @@ TEST(HfConfig, ValuesAreChecked) {
 }
 
 TEST(HfConfig, BadJsonIsLocatedByLineAndColumn) {
-  EXPECT_EQ(error_of([] { parse_hf_config("{\n  \"a\": 1,\n  \"b\": }\n", "c.json"); }),
-            "c.json:3:8: invalid JSON: syntax error while parsing value - unexpected '}'; expected '[', '{', or "
-            "a literal");
-  EXPECT_EQ(error_of([] { parse_hf_config("{\"a\": 1", "c.json"); }).rfind("c.json:1:8: invalid JSON: ", 0), 0u);
+  EXPECT_EQ(
+      error_of([] { parse_hf_config("{\n  \"a\": 1,\n  \"b\": }\n", "c.json"); }),
+      "c.json:3:8: invalid JSON: syntax error while parsing value - unexpected '}'; expected '[', '{', or "
+      "a literal");
+  EXPECT_EQ(error_of([] { parse_hf_config("{\"a\": 1", "c.json"); }).rfind("c.json:1:8: invalid JSON: ", 0),
+            0u);
   EXPECT_EQ(error_of([] { parse_hf_config("", "c.json"); }).rfind("c.json:1:1: invalid JSON: ", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_hf_config(R"({"rope_theta": 1e999})", "c.json"); }),
+            "c.json: invalid JSON: number overflow parsing '1e999'");
 }
 
 // Every reader of model cards goes through load_config, which reads a .json path as a config.json.
@@ -239,8 +262,9 @@ TEST(HfConfig, LoadConfigReadsAJsonPathAsAModelCard) {
   const std::string path = "models/hf/deepseek-v3-config.json";
   EXPECT_EQ(parse_model_card(load_config(path, "models")), load_hf_config(path));
   EXPECT_EQ(load_model_card(path), load_hf_config(path));
-  EXPECT_EQ(error_of([] { load_config("models/hf/absent-config.json", "models"); })
-                .rfind("models/hf/absent-config.json: no such file", 0),
+  EXPECT_EQ(error_of([] {
+              load_config("models/hf/absent-config.json", "models");
+            }).rfind("models/hf/absent-config.json: no such file", 0),
             0u);
   EXPECT_EQ(error_of([] { load_hf_config("models/hf/absent-config.json"); }),
             "models/hf/absent-config.json: cannot open file");

@@ -107,9 +107,9 @@ std::string kv_size_problem(const ModelCard& card) {
   std::optional<int64_t> per_token = per_layer ? checked_mul(*per_layer, card.layers) : std::nullopt;
   if (per_token && *per_token <= kMaxKvBytesPerToken) return "";
   return "the KV of one token would take " +
-         (per_token ? std::to_string(*per_token) + " B" : std::string("more than 2^63 B")) + " in bf16 over " +
-         std::to_string(card.layers) + " layers; the limit is " + std::to_string(kMaxKvBytesPerToken) +
-         " B (1 GiB) per token";
+         (per_token ? std::to_string(*per_token) + " B" : std::string("more than 2^63 B")) +
+         " in bf16 over " + std::to_string(card.layers) + " layers; the limit is " +
+         std::to_string(kMaxKvBytesPerToken) + " B (1 GiB) per token";
 }
 
 int64_t ModelCard::kv_elements_per_layer() const {
@@ -149,35 +149,42 @@ ModelCard load_model_card(const std::string& path) {
 std::string model_card_yaml(const ModelCard& card) {
   YAML::Emitter out;
   out.SetDoublePrecision(std::numeric_limits<double>::max_digits10);
-  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << card.name;
-  if (!card.source.empty()) out << YAML::Key << "source" << YAML::Value << card.source;
-  out << YAML::Key << "layers" << YAML::Value << card.layers << YAML::Key << "hidden_size" << YAML::Value
-      << card.hidden_size << YAML::Key << "query_heads" << YAML::Value << card.query_heads;
+  auto put = [&out](const char* key, const auto& value) { out << YAML::Key << key << YAML::Value << value; };
+  out << YAML::BeginMap;
+  put("name", card.name);
+  if (!card.source.empty()) put("source", card.source);
+  put("layers", card.layers);
+  put("hidden_size", card.hidden_size);
+  put("query_heads", card.query_heads);
   out << YAML::Key << "attention" << YAML::Value << YAML::Flow << YAML::BeginMap;
   if (card.attention == AttentionKind::kGqa) {
-    out << YAML::Key << "kind" << YAML::Value << "gqa" << YAML::Key << "kv_heads" << YAML::Value << card.kv_heads
-        << YAML::Key << "head_dim" << YAML::Value << card.head_dim;
+    put("kind", "gqa");
+    put("kv_heads", card.kv_heads);
+    put("head_dim", card.head_dim);
   } else {
-    out << YAML::Key << "kind" << YAML::Value << "mla" << YAML::Key << "kv_lora_rank" << YAML::Value
-        << card.kv_lora_rank << YAML::Key << "qk_rope_head_dim" << YAML::Value << card.qk_rope_head_dim
-        << YAML::Key << "qk_nope_head_dim" << YAML::Value << card.qk_nope_head_dim << YAML::Key << "v_head_dim"
-        << YAML::Value << card.v_head_dim;
-    if (card.q_lora_rank > 0) out << YAML::Key << "q_lora_rank" << YAML::Value << card.q_lora_rank;
+    put("kind", "mla");
+    put("kv_lora_rank", card.kv_lora_rank);
+    put("qk_rope_head_dim", card.qk_rope_head_dim);
+    put("qk_nope_head_dim", card.qk_nope_head_dim);
+    put("v_head_dim", card.v_head_dim);
+    if (card.q_lora_rank > 0) put("q_lora_rank", card.q_lora_rank);
   }
   out << YAML::EndMap;
-  if (card.intermediate_size > 0) out << YAML::Key << "intermediate_size" << YAML::Value << card.intermediate_size;
-  if (card.vocab_size > 0) out << YAML::Key << "vocab_size" << YAML::Value << card.vocab_size;
+  if (card.intermediate_size > 0) put("intermediate_size", card.intermediate_size);
+  if (card.vocab_size > 0) put("vocab_size", card.vocab_size);
   if (card.moe) {
-    out << YAML::Key << "moe" << YAML::Value << YAML::Flow << YAML::BeginMap << YAML::Key << "routed_experts"
-        << YAML::Value << card.moe->routed_experts << YAML::Key << "experts_per_token" << YAML::Value
-        << card.moe->experts_per_token << YAML::Key << "shared_experts" << YAML::Value
-        << card.moe->shared_experts << YAML::Key << "expert_intermediate_size" << YAML::Value
-        << card.moe->expert_intermediate_size << YAML::Key << "first_dense_layers" << YAML::Value
-        << card.moe->first_dense_layers << YAML::EndMap;
+    out << YAML::Key << "moe" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    put("routed_experts", card.moe->routed_experts);
+    put("experts_per_token", card.moe->experts_per_token);
+    put("shared_experts", card.moe->shared_experts);
+    put("expert_intermediate_size", card.moe->expert_intermediate_size);
+    put("first_dense_layers", card.moe->first_dense_layers);
+    out << YAML::EndMap;
   }
-  out << YAML::Key << "total_params" << YAML::Value << card.total_params << YAML::Key << "active_params"
-      << YAML::Value << card.active_params << YAML::Key << "weight_dtype" << YAML::Value << card.weight_dtype
-      << YAML::EndMap;
+  put("total_params", card.total_params);
+  put("active_params", card.active_params);
+  put("weight_dtype", card.weight_dtype);
+  out << YAML::EndMap;
   return std::string(out.c_str()) + "\n";
 }
 
