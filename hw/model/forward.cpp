@@ -37,7 +37,16 @@ TransformerForward::TransformerForward(const ForwardConfig& config, gpuStream_t 
   embedding_ = gpu::DeviceBuffer<uint16_t>(elements(s.vocab, s.hidden));
   lm_head_ = gpu::DeviceBuffer<uint16_t>(elements(s.vocab, s.hidden));
   final_norm_ = gpu::DeviceBuffer<uint16_t>(static_cast<size_t>(s.hidden));
-  kv_pool_ = gpu::DeviceBuffer<uint16_t>(elements(config.kv_pages, geometry_.page_elements()));
+  if (config.external_kv_pool != nullptr) {
+    require(config.external_kv_page_stride >= geometry_.page_elements() && config.external_kv_page_stride % 8 == 0,
+            "an external KV pool needs a page stride of at least a page, in multiples of 8 elements");
+    kv_pool_ = config.external_kv_pool;
+    kv_page_stride_ = config.external_kv_page_stride;
+  } else {
+    own_kv_pool_ = gpu::DeviceBuffer<uint16_t>(elements(config.kv_pages, geometry_.page_elements()));
+    kv_pool_ = own_kv_pool_.data();
+    kv_page_stride_ = geometry_.page_elements();
+  }
   const int64_t t = config.max_step_tokens;
   residual_ = gpu::DeviceBuffer<uint16_t>(elements(t, s.hidden));
   normed_ = gpu::DeviceBuffer<uint16_t>(elements(std::max<int64_t>(t, config.max_sequences), s.hidden));
@@ -69,7 +78,8 @@ TransformerForward::TransformerForward(const ForwardConfig& config, gpuStream_t 
   fill_random(embedding_.data(), int64_t{s.vocab} * s.hidden, seed++, 1.0f, 0.0f, stream);
   fill(lm_head_.data(), int64_t{s.vocab} * s.hidden, s.hidden);
   fill_random(final_norm_.data(), s.hidden, seed++, 0.1f, 1.0f, stream);
-  fill_random(kv_pool_.data(), static_cast<int64_t>(kv_pool_.size()), seed++, 1.0f, 0.0f, stream);
+  if (own_kv_pool_.size() > 0)
+    fill_random(own_kv_pool_.data(), static_cast<int64_t>(own_kv_pool_.size()), seed++, 1.0f, 0.0f, stream);
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
 }
 
@@ -141,7 +151,7 @@ void TransformerForward::step(std::span<const HostSequence> sequences, std::span
   embed_tokens(token_ids_, embedding_.data(), residual_.data(), t, s.hidden, stream_);
   for (int layer = 0; layer < s.layers; ++layer) {
     const LayerWeights w = layer_weights(layer);
-    const PagedKvLayer kv = paged_kv_layer(kv_pool_.data(), kv_page_stride(), geometry_, layer);
+    const PagedKvLayer kv = paged_kv_layer(kv_pool_, kv_page_stride_, geometry_, layer);
     rmsnorm(residual_.data(), w.attention_norm, normed_.data(), t, s.hidden, s.rms_eps, nullptr, stream_);
     gemm_.linear(normed_.data(), w.qkv, qkv_.data(), t, s.hidden, s.qkv_width(), false);
     rope_and_cache(qkv_.data(), batch_, s, kv, q_.data(), stream_);

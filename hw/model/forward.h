@@ -41,6 +41,11 @@ struct ForwardConfig {
   GemmBackend gemm = GemmBackend::kBlasLt;
   int attention_rows = kAttentionRows;  // query rows of an attention block (attention.h)
   uint64_t seed = 1;
+  // KV pages another owner holds (kvtier-hw serve: the tiered store's HBM pool), kv_pages of them every
+  // external_kv_page_stride bf16 elements (a multiple of 8, at least a page); null: the forward allocates
+  // its own pool and fills it with random KV.
+  uint16_t* external_kv_pool = nullptr;
+  int64_t external_kv_page_stride = 0;
 };
 
 class TransformerForward {
@@ -56,9 +61,9 @@ class TransformerForward {
 
   // [sequences of the last step][vocab] bf16, valid once the stream has finished the step.
   const uint16_t* logits() const { return logits_.data(); }
-  uint16_t* kv_pool() const { return kv_pool_.data(); }
+  uint16_t* kv_pool() const { return kv_pool_; }
   const KvPageGeometry& kv_geometry() const { return geometry_; }
-  int64_t kv_page_stride() const { return geometry_.page_elements(); }
+  int64_t kv_page_stride() const { return kv_page_stride_; }
   const ForwardConfig& config() const { return config_; }
 
  private:
@@ -72,7 +77,9 @@ class TransformerForward {
   gpuStream_t stream_;
   KvPageGeometry geometry_;
   Gemm gemm_;
-  gpu::DeviceBuffer<uint16_t> weights_, embedding_, lm_head_, final_norm_, kv_pool_;
+  gpu::DeviceBuffer<uint16_t> weights_, embedding_, lm_head_, final_norm_, own_kv_pool_;
+  uint16_t* kv_pool_ = nullptr;
+  int64_t kv_page_stride_ = 0;
   gpu::DeviceBuffer<uint16_t> residual_, normed_, qkv_, q_, attention_, gate_up_, mlp_, logits_;
   gpu::DeviceBuffer<float> attention_workspace_;
   gpu::DeviceBuffer<int> batch_ints_;

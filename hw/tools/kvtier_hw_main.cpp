@@ -1,4 +1,4 @@
-// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay) on a real GPU.
+// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay, serve) on a real GPU.
 #include <cstdio>
 #include <exception>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   kvtier::hw::add_roundtrip_command(app);
   kvtier::hw::add_bench_command(app);
   kvtier::hw::add_replay_command(app);
+  kvtier::hw::add_serve_command(app);
   kvtier::check_numeric_options(app);
   try {
     if (kvtier::gpu::visible_device_count() == 0) {

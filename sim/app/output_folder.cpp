@@ -1,4 +1,4 @@
-#include "sim/cli/output_folder.h"
+#include "sim/app/output_folder.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

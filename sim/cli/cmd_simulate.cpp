@@ -14,7 +14,7 @@
 #include "sim/engine/isolated_run.h"
 #include "sim/app/plot_runner.h"
 #include "sim/cli/output.h"
-#include "sim/cli/output_folder.h"
+#include "sim/app/output_folder.h"
 #include "sim/engine/preflight.h"
 #include "sim/engine/simulation.h"
 #include "sim/cli/simulation_report.h"
@@ -46,12 +46,7 @@ int jobs_for(const SimulateOptions& options) {
 std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& root) {
   std::vector<Override> overrides;
   for (const std::string& text : options.overrides) overrides.push_back(parse_set_argument(text));
-  if (!options.trace.empty()) {
-    // The whole trace, at its own pace: the scenario's closed-loop settings do not apply.
-    overrides.push_back(
-        {"workload", nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", options.trace}}.dump(),
-         "--trace " + options.trace});
-  }
+  if (!options.trace.empty()) overrides.push_back(trace_override(options.trace));
   std::vector<ScenarioRun> runs = plan_runs(root, overrides);
   PreflightOptions checks;
   checks.concurrent_runs = std::min(jobs_for(options), static_cast<int>(runs.size()));

@@ -113,4 +113,25 @@ void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samp
   }
 }
 
+nlohmann::json cache_traffic_json(const TieredCache& cache) {
+  nlohmann::json flows = nlohmann::json::array();
+  const TrafficTotals& totals = cache.traffic();
+  for (int kind = 0; kind < kCacheEventKinds; ++kind) {
+    for (int from = -1; from < cache.tier_count(); ++from) {
+      for (int to = -1; to < cache.tier_count(); ++to) {
+        const TrafficTotals::Flow& f = totals.flow(static_cast<CacheEventKind>(kind), from, to);
+        if (f.blocks == 0) continue;
+        auto name = [&](int t) { return t < 0 ? std::string("-") : cache.tier(t).name; };
+        flows.push_back({{"event", event_kind_name(static_cast<CacheEventKind>(kind))},
+                         {"from", name(from)},
+                         {"to", name(to)},
+                         {"blocks", f.blocks},
+                         {"from_bytes", f.from_bytes},
+                         {"to_bytes", f.to_bytes}});
+      }
+    }
+  }
+  return flows;
+}
+
 }  // namespace kvtier

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cache/tiered_cache.h"
 #include "sim/serving/request_record.h"
 
 namespace kvtier {
@@ -36,6 +37,10 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
                          const Slo& slo, double window_s);
+
+// Every non-empty flow of the cache's events (summary.json's cache_traffic): what moved between which
+// tiers, in each tier's layout.
+nlohmann::json cache_traffic_json(const TieredCache& cache);
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
                         const std::vector<std::string>& tier_names);

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include <nlohmann/json.hpp>
+
 #include "sim/core/config_files.h"
 #include "sim/engine/workload.h"
 
@@ -263,6 +265,11 @@ std::vector<ScenarioRun> plan_runs(const ConfigNode& file, const std::vector<Ove
   }
   require_overrides_read(uses, uses[0].size(), runs, workload_kind);
   return runs;
+}
+
+Override trace_override(const std::string& trace) {
+  return {"workload", nlohmann::json{{"loop", "open"}, {"source", "trace"}, {"trace", trace}}.dump(),
+          "--trace " + trace};
 }
 
 SchedulerConfig scheduler_config(const Scenario& s) {

@@ -81,6 +81,10 @@ std::pair<std::string, std::string> parse_override(const std::string& text);
 // parse_override() with the origin "--set key.path=value".
 Override parse_set_argument(const std::string& text);
 
+// The override a --trace option stands for: the whole trace, open loop at its own pace (the scenario's
+// closed-loop settings do not apply).
+Override trace_override(const std::string& trace);
+
 // Everything `kvtier simulate` checks before it runs anything: applies `overrides` in order to a copy of
 // the scenario file `root`, then parses each variant (its set: applied last) with its workload
 // (validate_workload), and requires that each key an override sets is read by some run (a variant's
