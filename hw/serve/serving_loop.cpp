@@ -38,7 +38,7 @@ class PagePrefix : public DevicePages {
 };
 
 constexpr int64_t kSparePages = 64;  // beyond HBM's capacity, so that the store's copies batch
-constexpr int64_t kMaxDecodePages = 256;
+constexpr int64_t kMaxDecodePages = 64;
 
 void check_servable(const Scenario& s) {
   const ConfigNode& tiers = s.config->child("cache").child("tiers");
