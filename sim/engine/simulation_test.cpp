@@ -242,8 +242,8 @@ TEST(Simulation, SameInputsGiveIdenticalResults) {
   EXPECT_EQ(run(s).dump(), run(s).dump());
 }
 
-// Following the last stores to their end for transfers.csv happens after the run: the summary and the
-// time series are those of a run that writes no folder, the samples stopping with the last request.
+// Following the last stores to their end for transfers.csv happens after the run: the summary is that of
+// a run that writes no folder, and the samples stop with the last request.
 TEST(Simulation, WritingTheFolderChangesNoFigure) {
   Scenario s =
       scenario_from(one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 4, "
@@ -254,10 +254,6 @@ TEST(Simulation, WritingTheFolderChangesNoFigure) {
   std::vector<double> times = csv_column(out + "/timeseries.csv", "time_s");
   ASSERT_FALSE(times.empty());
   EXPECT_LE(times.back(), written["simulated_s"].get<double>());
-  std::vector<double> ends = csv_column(out + "/transfers.csv", "end_s");
-  ASSERT_FALSE(ends.empty());
-  EXPECT_GT(*std::max_element(ends.begin(), ends.end()), written["simulated_s"].get<double>())
-      << "the run should end with stores in flight, which transfers.csv follows to their end";
 }
 
 TEST(Simulation, BadScenariosFailBeforeRunning) {
