@@ -210,12 +210,19 @@ std::vector<LinkComparison> compare_links(const VariantRun& predicted, const Var
 std::vector<PathTransfers> compare_transfers(const std::vector<TransferRecord>& predicted,
                                              const std::vector<TransferRecord>& measured) {
   std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_path;
-  for (const TransferRecord& t : predicted) by_path[t.path].first.push_back(t.seconds());
-  for (const TransferRecord& t : measured) by_path[t.path].second.push_back(t.seconds());
+  std::map<std::string, std::pair<double, double>> bytes;
+  for (const TransferRecord& t : predicted) {
+    by_path[t.path].first.push_back(t.seconds());
+    bytes[t.path].first += t.bytes;
+  }
+  for (const TransferRecord& t : measured) {
+    by_path[t.path].second.push_back(t.seconds());
+    bytes[t.path].second += t.bytes;
+  }
   std::vector<PathTransfers> paths;
   for (const auto& [path, times] : by_path) {
     const auto& [p, m] = times;
-    PathTransfers c{path, p.size(), m.size(), 0, 0, 0, std::nullopt};
+    PathTransfers c{path, p.size(), m.size(), 0, 0, bytes[path].first, bytes[path].second, 0, std::nullopt};
     for (double s : p) c.predicted_seconds += s;
     for (double s : m) c.measured_seconds += s;
     std::vector<double> errors;
@@ -229,13 +236,17 @@ std::vector<PathTransfers> compare_transfers(const std::vector<TransferRecord>& 
   return paths;
 }
 
+// Why transfers are not compared: the file the first run without one lacks.
+std::string no_transfers(const VariantRun& predicted, const VariantRun& measured) {
+  return "not compared: no " + (predicted.transfers ? measured.transfers_file : predicted.transfers_file);
+}
+
 Check transfers_check(const VariantComparison& v, const VariantRun& predicted, const VariantRun& measured,
                       const Targets& t) {
   Check c{
       "transfer_time", Verdict::kNotCompared, std::nullopt, t.transfer_time_median_error, std::nullopt, ""};
   if (!v.transfers) {
-    c.detail =
-        "not compared: no " + (predicted.transfers ? measured.transfers_file : predicted.transfers_file);
+    c.detail = no_transfers(predicted, measured);
     return c;
   }
   std::string worst_path, unmatched;
@@ -258,6 +269,24 @@ Check transfers_check(const VariantComparison& v, const VariantRun& predicted, c
   } else {
     c.detail = "not compared: neither run made a transfer";
   }
+  return c;
+}
+
+Check transfer_bytes_check(const VariantComparison& v, const VariantRun& predicted, const VariantRun& measured) {
+  Check c{"transfer_bytes", Verdict::kNotCompared, std::nullopt, std::nullopt, std::nullopt, ""};
+  if (!v.transfers) {
+    c.detail = no_transfers(predicted, measured);
+    return c;
+  }
+  for (const PathTransfers& p : *v.transfers) {
+    if (p.predicted_bytes != p.measured_bytes) {
+      c.detail += (c.detail.empty() ? "" : "; ") + p.path + ": " +
+                  std::to_string(static_cast<int64_t>(p.predicted_bytes)) + " B predicted, " +
+                  std::to_string(static_cast<int64_t>(p.measured_bytes)) + " B measured";
+    }
+  }
+  c.verdict = c.detail.empty() ? Verdict::kPassed : Verdict::kMissed;
+  if (c.detail.empty()) c.detail = "equal on every path";
   return c;
 }
 
@@ -292,7 +321,8 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
               completed_check(v, t),
               hits_check(v),
               links_check(v),
-              transfers_check(v, predicted, measured, t)};
+              transfers_check(v, predicted, measured, t),
+              transfer_bytes_check(v, predicted, measured)};
   return v;
 }
 

@@ -1,8 +1,8 @@
 // A simulation compared with a hardware run of the same scenario and trace: requests matched by id, the
 // relative error (predicted - measured) / measured of each request's TTFT, TPOT and end-to-end time, the
 // percentiles of each on both sides, requests completed in the window, hit tokens per tier and bytes per
-// link (which must be equal: the cache decisions do not depend on timing), and the time of each transfer
-// path. Each target of `Targets` becomes a Check: passed, missed, or not compared (with the reason).
+// link (which must be equal: the cache decisions do not depend on timing), and, from transfers.csv, the
+// bytes (equal too) and the time of each transfer path. Each target of `Targets` becomes a Check: passed, missed, or not compared (with the reason).
 // No SimGrid and no CLI here: `kvtier validate` prints and plots what compare_runs() returns.
 #pragma once
 
@@ -32,7 +32,7 @@ const char* verdict_name(Verdict verdict);  // "passed", "missed", "not compared
 
 struct Check {
   std::string name;  // ttft_p50, ttft_p95, ttft_request_median, requests_completed, hit_tokens, link_bytes,
-                     // transfer_time
+                     // transfer_time, transfer_bytes
   Verdict verdict = Verdict::kNotCompared;
   std::optional<double> value;  // the |error| held against the limit, where there is one
   std::optional<double> limit;
@@ -75,6 +75,7 @@ struct PathTransfers {
   std::string path;
   size_t predicted_count = 0, measured_count = 0;
   double predicted_seconds = 0, measured_seconds = 0;  // summed over the path's transfers
+  double predicted_bytes = 0, measured_bytes = 0;      // summed over the path's transfers
   size_t paired = 0;                                   // matched by order, with positive measured time
   std::optional<double> median_abs_error;
 };

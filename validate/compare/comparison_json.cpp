@@ -59,6 +59,8 @@ nlohmann::json variant_json(const VariantComparison& v) {
                                 {"measured_count", p.measured_count},
                                 {"predicted_seconds", p.predicted_seconds},
                                 {"measured_seconds", p.measured_seconds},
+                                {"predicted_bytes", p.predicted_bytes},
+                                {"measured_bytes", p.measured_bytes},
                                 {"paired", p.paired},
                                 {"median_abs_error", optional_number(p.median_abs_error)}});
     }

@@ -101,11 +101,44 @@ TEST(Comparison, TransferTimesPerPathByHand) {
   EXPECT_EQ(check_named(c.variants[0], "transfer_time").verdict, Verdict::kPassed);
 }
 
+// Bytes per transfer path, summed from each transfers.csv: dram->hbm 262144 + 262144 = 524288 on both
+// sides, hbm->dram 524288 on both; they must be equal, as the bytes per link must.
+TEST(Comparison, TransferBytesPerPathByHand) {
+  Comparison c = compare_fixtures("hw-pass");
+  const auto& paths = c.variants.at(0).transfers;
+  ASSERT_TRUE(paths.has_value());
+  ASSERT_EQ(paths->size(), 2u);
+  EXPECT_EQ(paths->at(0).predicted_bytes, 524288);
+  EXPECT_EQ(paths->at(0).measured_bytes, 524288);
+  EXPECT_EQ(paths->at(1).predicted_bytes, 524288);
+  EXPECT_EQ(paths->at(1).measured_bytes, 524288);
+  const Check& bytes = check_named(c.variants[0], "transfer_bytes");
+  EXPECT_EQ(bytes.verdict, Verdict::kPassed);
+  EXPECT_EQ(bytes.detail, "equal on every path");
+}
+
+TEST(Comparison, DifferentTransferBytesMiss) {
+  RunFolder measured = read_run_folder(kFixtures / "hw-pass");
+  (*measured.variants[0].transfers)[1].bytes += 4096;
+  Comparison c = compare_runs(read_run_folder(kFixtures / "sim"), measured, Targets{});
+  const Check& bytes = check_named(c.variants.at(0), "transfer_bytes");
+  EXPECT_EQ(bytes.verdict, Verdict::kMissed);
+  EXPECT_EQ(bytes.detail, "dram->hbm: 524288 B predicted, 528384 B measured");
+  EXPECT_EQ(c.missed(), std::vector<std::string>{"run: transfer_bytes"});
+}
+
+TEST(Comparison, TransferBytesWithoutTransfersAreNotCompared) {
+  Comparison c = compare_fixtures("hw-miss");
+  const Check& bytes = check_named(c.variants.at(0), "transfer_bytes");
+  EXPECT_EQ(bytes.verdict, Verdict::kNotCompared);
+  EXPECT_NE(bytes.detail.find("hw-miss/run/transfers.csv"), std::string::npos) << bytes.detail;
+}
+
 TEST(Comparison, PassingFixturePassesEveryCheck) {
   Comparison c = compare_fixtures("hw-pass");
   const VariantComparison& v = c.variants.at(0);
   EXPECT_TRUE(c.missed().empty());
-  ASSERT_EQ(v.checks.size(), 7u);
+  ASSERT_EQ(v.checks.size(), 8u);
   for (const Check& check : v.checks)
     EXPECT_EQ(check.verdict, Verdict::kPassed) << check.name << ": " << check.detail;
   EXPECT_EQ(v.predicted_completed, 6);
@@ -245,6 +278,15 @@ TEST(Comparison, JsonCarriesVerdictsAndPercentiles) {
   EXPECT_EQ(v["requests_completed"]["measured"], 5);
   EXPECT_TRUE(v["transfers"].is_null());
   EXPECT_EQ(j["missed"], (nlohmann::json{"run: ttft_p50", "run: requests_completed"}));
+}
+
+TEST(Comparison, JsonCarriesBytesPerTransferPath) {
+  nlohmann::json j = to_json(compare_fixtures("hw-pass"));
+  const nlohmann::json& path = j["variants"][0]["transfers"][0];
+  EXPECT_EQ(path["path"], "dram->hbm");
+  EXPECT_EQ(path["predicted_bytes"], 524288.0);
+  EXPECT_EQ(path["measured_bytes"], 524288.0);
+  EXPECT_EQ(j["variants"][0]["checks"][7]["name"], "transfer_bytes");
 }
 
 }  // namespace

@@ -110,6 +110,32 @@ void read_requests_csv(const std::filesystem::path& path, VariantRun& v) {
   }
 }
 
+RunSpec read_run_spec(const std::filesystem::path& dir) {
+  using T = nlohmann::json::value_t;
+  std::filesystem::path path = dir / kSummaryFile;
+  nlohmann::json summary = read_summary(path);
+  const std::string where = path.string() + ": ";
+  RunSpec spec;
+  spec.scenario_name = member(summary, "scenario", where, T::string, "the scenario's name").get<std::string>();
+  const nlohmann::json& run =
+      member(summary, "run", where, T::object, "an object {scenario, trace, set, calibration}");
+  spec.scenario = member(run, "scenario", where + "run", T::string, "the SCENARIO argument").get<std::string>();
+  auto path_or_null = [&](const char* key) -> std::optional<std::string> {
+    if (!run.contains(key) || run.at(key).is_null()) return std::nullopt;
+    return member(run, key, where + "run", T::string, "a path or null").get<std::string>();
+  };
+  spec.trace = path_or_null("trace");
+  spec.calibration = path_or_null("calibration");
+  const nlohmann::json& set = member(run, "set", where + "run", T::array, "a list of key=value overrides");
+  for (size_t i = 0; i < set.size(); ++i) {
+    if (!set[i].is_string()) {
+      throw ConfigError(where + "run.set[" + std::to_string(i) + "]: expected a key=value override");
+    }
+    spec.set.push_back(set[i].get<std::string>());
+  }
+  return spec;
+}
+
 RunFolder read_run_folder(const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir)) throw ConfigError(dir.string() + ": not a folder");
   std::filesystem::path summary_path = dir / kSummaryFile;

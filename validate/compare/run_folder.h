@@ -58,6 +58,20 @@ struct RunFolder {
   std::vector<VariantRun> variants;  // summary.json order
 };
 
+// How a run was made, as its summary.json records it: "scenario" (the scenario's name) and the "run"
+// object that kvtier-hw serve writes, so that `kvtier validate SCENARIO --hw DIR` simulates the same.
+struct RunSpec {
+  std::string scenario_name;               // summary.json: scenario
+  std::string scenario;                    // run.scenario: the SCENARIO argument as given
+  std::optional<std::string> trace;        // run.trace: the --trace file; null or absent: none
+  std::vector<std::string> set;            // run.set: the --set overrides, key=value, in order
+  std::optional<std::string> calibration;  // run.calibration: the calibration file; null or absent: none
+};
+
+// Reads DIR/summary.json's "scenario" and "run". Throws ConfigError "DIR/summary.json: run.trace: expected
+// ..." for a missing or mistyped key.
+RunSpec read_run_spec(const std::filesystem::path& dir);
+
 // Reads DIR/summary.json, DIR/<variant>/requests.csv and, where present, DIR/<variant>/transfers.csv.
 // Throws ConfigError naming the file (and line and column in a CSV) when one is missing, malformed, lacks
 // a column or key, or repeats a request id.

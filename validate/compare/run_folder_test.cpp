@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "validate/compare/compare_test_support.h"
@@ -43,6 +44,48 @@ TEST(RunFolder, ReadsTheFixture) {
   ASSERT_TRUE(v.transfers.has_value());
   EXPECT_EQ(v.transfers->size(), 3u);
   EXPECT_FALSE(read_run_folder(kFixtures / "hw-miss").variants[0].transfers.has_value());
+}
+
+std::filesystem::path folder_with_summary(const std::string& name, const std::string& summary) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kvtier-validate-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "summary.json") << summary;
+  return dir;
+}
+
+TEST(RunSpec, ReadsWhatTheHardwareRunRecorded) {
+  std::filesystem::path dir = folder_with_summary(
+      "spec", R"({"command": "kvtier-hw serve s.yaml", "scenario": "small",
+                  "run": {"scenario": "s.yaml", "trace": "t.jsonl", "set": ["seed=2", "slo.ttft=1s"],
+                          "calibration": null}, "variants": []})");
+  RunSpec spec = read_run_spec(dir);
+  EXPECT_EQ(spec.scenario_name, "small");
+  EXPECT_EQ(spec.scenario, "s.yaml");
+  EXPECT_EQ(spec.trace, "t.jsonl");
+  EXPECT_EQ(spec.set, (std::vector<std::string>{"seed=2", "slo.ttft=1s"}));
+  EXPECT_FALSE(spec.calibration.has_value());
+}
+
+TEST(RunSpec, MissingOrMistypedKeysAreNamed) {
+  auto error = [](const std::string& summary) {
+    std::filesystem::path dir = folder_with_summary("spec-bad", summary);
+    try {
+      read_run_spec(dir);
+    } catch (const ConfigError& e) {
+      return std::string(e.what()).substr((dir / "summary.json").string().size());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(error(R"({"scenario": "s", "variants": []})"),
+            ": run: expected an object {scenario, trace, set, calibration}");
+  EXPECT_EQ(error(R"({"scenario": "s", "run": {"scenario": "s.yaml", "trace": 3, "set": [],
+                      "calibration": null}})"),
+            ": run.trace: expected a path or null");
+  EXPECT_EQ(error(R"({"scenario": "s", "run": {"scenario": "s.yaml", "trace": null, "set": [1],
+                      "calibration": null}})"),
+            ": run.set[0]: expected a key=value override");
+  EXPECT_EQ(error(R"({"run": {}})"), ": scenario: expected the scenario's name");
 }
 
 TEST(RunFolder, MissingSummaryNamesTheFile) {
