@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "hw/tools/link_fit.h"
+#include "sim/core/kv_layout.h"
 
 namespace kvtier::hw {
 namespace {
@@ -99,6 +100,17 @@ json measurements_json(const CalibrationRun& run) {
   return {{"copy", copies}, {"disk", disk}, {"gemm", gemms}};
 }
 
+// The step costs of the model the steps ran, with the weights read at the measured HBM efficiency.
+void add_serving(const CalibrationRun& run, Calibration& calibration) {
+  if (run.steps.empty()) return;
+  HardwareConfig hardware = run.reference;
+  overlay_calibration(calibration, hardware);
+  const double kv_bytes_per_token = static_cast<double>(resolve_kv_layout(run.step_model, "bf16").bytes_per_token());
+  const StepFit fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps);
+  calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
+  calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
+}
+
 }  // namespace
 
 Calibration summarize_calibration(const CalibrationRun& run) {
@@ -111,6 +123,7 @@ Calibration summarize_calibration(const CalibrationRun& run) {
   add_pcie(run, calibration.hardware);
   add_nvme(run, calibration.hardware);
   for (const KernelRate& k : run.kernels) add_kernel_rate(calibration.kernels, k.name, k.bytes_per_s);
+  add_serving(run, calibration);
   return calibration;
 }
 

@@ -4,7 +4,9 @@
 // The `hardware` values are what the hardware file calls them: a link's bandwidth is the rate of its largest
 // copy, its latency comes from a latency + bytes / bandwidth fit per direction; the efficiencies divide by
 // the reference hardware file's peaks. Values whose measurements were skipped stay unset rather than guessed.
-// Raw samples go under `measurements` for anyone who wants to refit them.
+// Raw samples go under `measurements` for anyone who wants to refit them. Timed forward-pass steps, when
+// the run has them, give the `serving` step costs (step_fit.h) for the model they ran, and each step goes
+// under measurements.steps with its predicted time and residual.
 #pragma once
 
 #include <string>
@@ -15,6 +17,7 @@
 #include "hw/tools/copy_probe.h"
 #include "hw/tools/disk_probe.h"
 #include "hw/tools/gemm_probe.h"
+#include "hw/tools/step_fit.h"
 #include "sim/core/hardware.h"
 
 namespace kvtier::hw {
@@ -32,6 +35,8 @@ struct CalibrationRun {
   std::vector<DiskSample> disk = {};
   std::vector<GemmSample> gemms = {};
   std::vector<KernelRate> kernels = {};
+  ModelCard step_model = {};           // the card whose shapes the steps ran
+  std::vector<StepSample> steps = {};  // timed forward-pass steps
 };
 
 Calibration summarize_calibration(const CalibrationRun& run);

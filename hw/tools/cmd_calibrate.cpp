@@ -1,6 +1,9 @@
-// kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON.
+// kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON. With --steps it also
+// times real forward-pass steps of one model (step_probe.h) and fits the cost model's serving step costs.
 #include <cstdio>
 #include <memory>
+#include <stdexcept>
+#include <string>
 
 #include "hw/tools/calibration_run.h"
 #include "hw/tools/hw_commands.h"
@@ -10,6 +13,7 @@
 #include "hw/tools/gemm_probe.h"
 #include "hw/gpu/check.h"
 #include "hw/tools/kernel_probe.h"
+#include "hw/tools/step_probe.h"
 #include "sim/core/model_card.h"
 #include "hw/tools/tool_support.h"
 #include "sim/core/units.h"
@@ -25,6 +29,8 @@ struct CalibrateArguments {
   std::string disk_blocks = "4KiB,64KiB,1MiB,4MiB";
   std::string directory = ".";
   bool skip_disk = false;
+  bool steps = false;
+  std::string step_model = "llama-3.1-8b";
   std::string out;
 };
 
@@ -54,6 +60,35 @@ std::vector<GemmSample> measure_model_gemms(const CalibrateArguments& arguments)
   return samples;
 }
 
+// Times the forward pass's steps for the serving fit; the card must be one the forward pass runs.
+void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& calibration) {
+  if (!step_probe_available()) {
+    std::printf("forward-pass steps: skipped, this build has no forward pass\n");
+    return;
+  }
+  calibration.step_model = parse_model_card(load_config(arguments.step_model, "models"));
+  TransformerShape shape;
+  try {
+    shape = transformer_shape(calibration.step_model);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(std::string("--step-model: ") + e.what());
+  }
+  calibration.steps = measure_steps(shape);
+}
+
+void print_steps(const nlohmann::json& json) {
+  if (!json.contains("serving")) return;
+  for (const nlohmann::json& s : json["measurements"]["steps"]) {
+    const double seconds = s["seconds"].get<double>(), predicted = s["predicted_seconds"].get<double>();
+    std::printf("step %-7s %lld x %6lld new after %6lld, %3lld decodes after %6lld: %9.3f ms, model %9.3f ms (%+5.1f %%)\n",
+                s["kind"].get<std::string>().c_str(), s["prefill_sequences"].get<long long>(),
+                s["new_tokens"].get<long long>(), s["cached_tokens"].get<long long>(),
+                s["decode_sequences"].get<long long>(), s["decode_context"].get<long long>(), seconds * 1e3,
+                predicted * 1e3, (predicted / seconds - 1) * 100);
+  }
+  std::printf("serving step costs: %s\n", json["serving"].dump().c_str());
+}
+
 void run(const CalibrateArguments& arguments) {
   CalibrationRun calibration{
       .command = command_line(),
@@ -76,6 +111,7 @@ void run(const CalibrateArguments& arguments) {
                 static_cast<long long>(g.shape.m), static_cast<long long>(g.shape.n),
                 static_cast<long long>(g.shape.k), g.flops_per_s() / 1e12);
   }
+  if (arguments.steps) measure_forward_steps(arguments, calibration);
   if (!arguments.skip_disk) {
     calibration.disk = measure_disk_grid(arguments);
     for (const DiskSample& d : calibration.disk) {
@@ -85,6 +121,7 @@ void run(const CalibrateArguments& arguments) {
     }
   }
   const nlohmann::json json = summarize_calibration(calibration);
+  print_steps(json);
   std::printf("hardware overlay: %s\n", json["hardware"].dump().c_str());
   if (!arguments.out.empty()) write_json_file(arguments.out, json);
 }
@@ -94,7 +131,8 @@ void run(const CalibrateArguments& arguments) {
 void add_calibrate_command(CLI::App& app) {
   auto arguments = std::make_shared<CalibrateArguments>();
   CLI::App* command = app.add_subcommand(
-      "calibrate", "Measure copies, kernels, disk and prefill GEMMs; write the simulator's calibration JSON");
+      "calibrate",
+      "Measure copies, kernels, disk, prefill GEMMs and (--steps) forward-pass steps; write the simulator's calibration JSON");
   command->add_option("--hardware", arguments->hardware, "Hardware file whose peaks efficiencies refer to")
       ->capture_default_str();
   command->add_option("--models", arguments->models, "Model cards whose prefill GEMMs are timed")
@@ -109,6 +147,10 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
   command->add_flag("--skip-disk", arguments->skip_disk, "Leave the disk out");
+  command->add_flag("--steps", arguments->steps,
+                    "Time forward-pass steps (prefill, decode, mixed) and fit the cost model's serving step costs");
+  command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
+      ->capture_default_str();
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

@@ -4,6 +4,7 @@
 
 #include <random>
 
+#include "hw/tools/calibration_run.h"
 #include "sim/core/config_files.h"
 #include "sim/core/kv_layout.h"
 
@@ -99,6 +100,28 @@ TEST(StepFit, RefusesMeasurementsThatCannotDetermineTheRates) {
   std::vector<StepSample> unmeasured = probe_steps(640 * 1024);
   EXPECT_THROW(fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, unmeasured),
                std::invalid_argument);
+}
+
+TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
+  const ModelOnH200 setup;
+  CalibrationRun run;
+  run.reference = setup.hardware;
+  run.step_model = setup.model;
+  run.steps = synthetic_steps(setup, 0.01);
+  const nlohmann::json file = summarize_calibration(run);
+  const Calibration back = parse_calibration(file.dump(2), "calibration.json");
+  ASSERT_TRUE(back.serving);
+  EXPECT_EQ(back.serving->model, "Llama-3.1-8B");
+  const CostModel from_file(setup.model, setup.hardware, setup.kv_bytes_per_token, *serving_step_costs(back, setup.model));
+  const nlohmann::json& steps = back.measurements.at("steps");
+  ASSERT_EQ(steps.size(), run.steps.size());
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    EXPECT_EQ(steps[i]["predicted_seconds"].get<double>(), from_file.step_seconds(run.steps[i].work())) << i;
+    EXPECT_EQ(steps[i]["residual_seconds"].get<double>(),
+              run.steps[i].seconds - from_file.step_seconds(run.steps[i].work())) << i;
+  }
+  run.steps.clear();
+  EXPECT_FALSE(nlohmann::json(summarize_calibration(run)).contains("serving")) << "no steps, no fit";
 }
 
 }  // namespace

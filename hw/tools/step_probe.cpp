@@ -1,0 +1,102 @@
+#include "hw/tools/step_probe.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#if defined(KVTIER_GPU_CUDA) || defined(KVTIER_HAVE_HIPBLAS)
+#define KVTIER_HAVE_FORWARD 1
+#include "hw/gpu/check.h"
+#include "hw/gpu/device_buffer.h"
+#include "hw/model/forward.h"
+#include "hw/tools/event_timer.h"
+#endif
+
+namespace kvtier::hw {
+
+bool step_probe_available() {
+#if defined(KVTIER_HAVE_FORWARD)
+  return true;
+#else
+  return false;
+#endif
+}
+
+#if defined(KVTIER_HAVE_FORWARD)
+namespace {
+
+constexpr int kBlockTokens = 16;
+constexpr int64_t kMostKvTokens = int64_t{640} * 1024;
+constexpr double kActivationReserve = 8.0 * (1ull << 30);
+
+int64_t pages_for(int64_t tokens) { return (tokens + kBlockTokens - 1) / kBlockTokens; }
+
+// KV tokens the pool can hold beside the weights and the activations.
+int64_t pool_tokens(const TransformerShape& shape) {
+  size_t free_bytes = 0, total_bytes = 0;
+  KVTIER_GPU_CHECK(gpuMemGetInfo(&free_bytes, &total_bytes));
+  const double weights = 2.0 * (static_cast<double>(shape.linear_params_per_layer()) * shape.layers +
+                                2.0 * shape.vocab * shape.hidden);
+  const KvPageGeometry geometry{.layers_in_group = shape.layers, .kv_heads = shape.kv_heads,
+                                .head_dim = shape.head_dim, .block_tokens = kBlockTokens};
+  const double pages = (static_cast<double>(free_bytes) - weights - kActivationReserve) /
+                       static_cast<double>(geometry.page_bytes());
+  return std::clamp<int64_t>(static_cast<int64_t>(pages) * kBlockTokens, 0, kMostKvTokens);
+}
+
+// One step's sequences, each on its own run of pages from page 0 up.
+std::vector<HostSequence> step_sequences(const StepSample& step) {
+  std::vector<HostSequence> sequences;
+  int next_page = 0;
+  auto add = [&](int64_t fresh, int64_t context) {
+    const int pages = static_cast<int>(pages_for(context + fresh));
+    HostSequence s{static_cast<int>(fresh), static_cast<int>(context), std::vector<int>(static_cast<size_t>(pages))};
+    for (int& page : s.pages) page = next_page++;
+    sequences.push_back(std::move(s));
+  };
+  for (int64_t i = 0; i < step.prefill_sequences; ++i) add(step.new_tokens, step.cached_tokens);
+  for (int64_t i = 0; i < step.decode_sequences; ++i) add(1, step.decode_context);
+  return sequences;
+}
+
+ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps, int64_t kv_tokens) {
+  ForwardConfig config{.shape = shape, .block_tokens = kBlockTokens, .kv_pages = kv_tokens / kBlockTokens};
+  for (const StepSample& s : steps) {
+    config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
+    config.max_sequences = std::max(config.max_sequences, static_cast<int>(s.prefill_sequences + s.decode_sequences));
+    const int64_t longest = std::max(s.prefill_sequences > 0 ? s.cached_tokens + s.new_tokens : 0,
+                                     s.decode_sequences > 0 ? s.decode_context + 1 : 0);
+    config.max_pages_per_sequence = std::max(config.max_pages_per_sequence, static_cast<int>(pages_for(longest)));
+  }
+  return config;
+}
+
+}  // namespace
+
+std::vector<StepSample> measure_steps(const TransformerShape& shape) {
+  shape.validate();
+  const int64_t kv_tokens = pool_tokens(shape);
+  std::vector<StepSample> steps = probe_steps(kv_tokens);
+  if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
+  gpu::Stream stream;
+  TransformerForward forward(forward_config(shape, steps, kv_tokens), stream.get());
+  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
+  std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
+  for (size_t i = 0; i < token_ids.size(); ++i) token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
+  for (StepSample& step : steps) {
+    const std::vector<HostSequence> sequences = step_sequences(step);
+    const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
+    const int runs = step.new_tokens >= 8192 ? 3 : 5;
+    step.seconds = median_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs);
+  }
+  return steps;
+}
+
+#else
+
+std::vector<StepSample> measure_steps(const TransformerShape&) {
+  throw std::runtime_error("step probe: this build has no forward pass (hipBLAS was not found at configure time)");
+}
+
+#endif
+
+}  // namespace kvtier::hw
