@@ -1,17 +1,31 @@
-// `kvtier validate`: a simulation's output folder compared with a hardware run's of the same scenario and
-// trace (validate/compare/comparison.h): a table or JSON of predicted against measured, the TTFT scatter
-// and CDF plots on request, and exit status 1 when a target is missed (2 when the folders cannot be
-// compared). The comparison starts from two folders; a form that simulates the scenario first, with the
-// calibration overlaid, only has to produce the predicted folder and call validate_folders().
+// `kvtier validate`: a simulation compared with a hardware run of the same scenario and trace
+// (validate/compare/comparison.h): a table or JSON of predicted against measured, the TTFT scatter and CDF
+// plots on request, and exit status 1 when a target is missed (2 when the runs cannot be compared).
+//
+// Two forms. `kvtier validate PREDICTED MEASURED` compares two output folders. `kvtier validate SCENARIO
+// --hw DIR` first simulates SCENARIO as the hardware run in DIR was made (the trace and --set overrides its
+// summary.json records under "run", then the command line's), with a calibration overlaid, into --sim-out
+// or a temporary folder removed afterwards; then it compares that folder with DIR, as the first form does.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <set>
+#include <thread>
 
-#include "sim/core/checked_file.h"
-#include "sim/cli/commands.h"
-#include "validate/compare/comparison.h"
+#include "sim/app/output_folder.h"
 #include "sim/app/plot_runner.h"
+#include "sim/cli/commands.h"
 #include "sim/cli/output.h"
+#include "sim/core/checked_file.h"
+#include "sim/core/config_files.h"
 #include "sim/core/units.h"
+#include "sim/engine/isolated_run.h"
+#include "sim/engine/preflight.h"
+#include "sim/engine/simulation.h"
+#include "validate/compare/comparison.h"
 
 namespace kvtier {
 namespace {
@@ -24,9 +38,20 @@ using validation::VariantComparison;
 
 constexpr const char* kPlots[] = {"ttft_scatter.png", "ttft_cdf.png"};
 
+// Variants simulated at once: one per core.
+int simulation_jobs() {
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 struct ValidateOptions {
-  std::string predicted_dir;
-  std::string measured_dir;
+  std::string predicted_dir;  // with --hw: the scenario
+  std::string measured_dir;   // unused with --hw
+  std::string hw_dir;
+  std::string trace;
+  std::vector<std::string> overrides;
+  std::string calibration;
+  std::string sim_out;
+  bool force = false;
   std::string plot_dir;
   OutputFormat format = OutputFormat::kTable;
   // Targets in percent, as users type them.
@@ -74,6 +99,8 @@ Table variant_table(const VariantComparison& v) {
     table.add_row({"transfer time " + p.path + " (" + std::to_string(p.paired) + " paired)",
                    format_duration(p.predicted_seconds), format_duration(p.measured_seconds),
                    unsigned_percent(p.median_abs_error)});
+    table.add_row(
+        {"transfer bytes " + p.path, format_bytes(p.predicted_bytes), format_bytes(p.measured_bytes), ""});
   }
   return table;
 }
@@ -113,12 +140,14 @@ void draw_plots(const Comparison& c, const std::filesystem::path& dir, double ba
   }
 }
 
-// Both forms of the command end here, once the predicted folder exists.
-void validate_folders(const ValidateOptions& options) {
+// Both forms of the command end here, once the predicted folder exists. `predicted_label` names the
+// prediction in the output.
+void validate_folders(const ValidateOptions& options, const std::string& predicted_dir,
+                      const std::string& predicted_label) {
   validation::Targets targets = options.targets();
-  Comparison comparison =
-      validation::compare_runs(validation::read_run_folder(options.predicted_dir),
-                               validation::read_run_folder(options.measured_dir), targets);
+  Comparison comparison = validation::compare_runs(
+      validation::read_run_folder(predicted_dir), validation::read_run_folder(options.measured_dir), targets);
+  comparison.predicted_dir = predicted_label;
   if (!options.plot_dir.empty()) draw_plots(comparison, options.plot_dir, targets.ttft_percentile_error);
   if (options.format == OutputFormat::kJson) {
     std::cout << validation::to_json(comparison).dump(2) << "\n";
@@ -135,6 +164,166 @@ void validate_folders(const ValidateOptions& options) {
   }
 }
 
+// A folder under the system's temporary folder, removed with everything in it on destruction.
+class TemporaryFolder {
+ public:
+  TemporaryFolder() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "kvtier-validate-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) {
+      throw std::runtime_error("cannot create a temporary folder " + pattern + ": " + std::strerror(errno));
+    }
+    path_ = pattern;
+  }
+  ~TemporaryFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TemporaryFolder(const TemporaryFolder&) = delete;
+  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// The simulation the SCENARIO --hw form runs, planned and checked before anything runs.
+struct SimulationPlan {
+  std::vector<ScenarioRun> runs;
+  nlohmann::json run;  // summary.json's "run": how to make the simulation again
+  std::string command;
+};
+
+// The command as a user would type it again, for the simulated folder's summary.json.
+std::string command_line(const ValidateOptions& o) {
+  std::string line = "kvtier validate " + o.predicted_dir + " --hw " + o.hw_dir;
+  if (!o.trace.empty()) line += " --trace " + o.trace;
+  for (const std::string& s : o.overrides) line += " --set " + s;
+  if (!o.calibration.empty()) line += " --calibration " + o.calibration;
+  if (!o.sim_out.empty()) line += " --sim-out " + o.sim_out;
+  return line;
+}
+
+// The hardware run's overrides but those of a key the command line sets again (which would be refused as
+// a value never used).
+std::vector<std::string> recorded_sets_not_given(const std::vector<std::string>& recorded,
+                                                 const std::vector<std::string>& given) {
+  std::set<std::string> given_keys;
+  for (const std::string& text : given) given_keys.insert(parse_override(text).first);
+  std::vector<std::string> kept;
+  for (const std::string& text : recorded) {
+    if (!given_keys.contains(parse_override(text).first)) kept.push_back(text);
+  }
+  return kept;
+}
+
+// The hardware run's trace and overrides, then the command line's (which win), then the calibration.
+SimulationPlan plan_simulation(const ValidateOptions& o) {
+  validation::RunSpec spec = validation::read_run_spec(o.hw_dir);
+  ConfigNode root = load_config(o.predicted_dir, "configs/scenarios");
+  std::string name = root.string("name");
+  if (name != spec.scenario_name) {
+    throw ConfigError(o.predicted_dir + ": scenario '" + name + "', but " +
+                      (std::filesystem::path(o.hw_dir) / validation::kSummaryFile).string() +
+                      " is a run of scenario '" + spec.scenario_name + "' (kvtier-hw serve " + spec.scenario +
+                      "); validate a hardware run against the scenario it ran");
+  }
+  std::vector<std::string> sets = recorded_sets_not_given(spec.set, o.overrides);
+  sets.insert(sets.end(), o.overrides.begin(), o.overrides.end());
+  std::optional<std::string> trace = o.trace.empty() ? spec.trace : std::optional<std::string>(o.trace);
+  std::vector<Override> overrides;
+  for (const std::string& text : sets) overrides.push_back(parse_set_argument(text));
+  if (trace) overrides.push_back(trace_override(*trace));
+  if (!o.calibration.empty()) {
+    overrides.push_back(
+        {"calibration", nlohmann::json(o.calibration).dump(), "--calibration " + o.calibration});
+  }
+  SimulationPlan plan;
+  plan.runs = plan_runs(root, overrides);
+  PreflightOptions checks;
+  checks.concurrent_runs = std::min(simulation_jobs(), static_cast<int>(plan.runs.size()));
+  for (const ScenarioRun& run : plan.runs) preflight(run.scenario, checks);
+  const std::string& calibration = plan.runs[0].scenario.calibration;
+  plan.run = {{"scenario", o.predicted_dir},
+              {"trace", trace ? nlohmann::json(*trace) : nlohmann::json(nullptr)},
+              {"set", sets},
+              {"calibration", calibration.empty() ? nlohmann::json(nullptr) : nlohmann::json(calibration)}};
+  plan.command = command_line(o);
+  return plan;
+}
+
+// Simulates every variant into `dir` and writes summary.json beside them, in the schema of kvtier
+// simulate's folder and of the hardware run's.
+void write_simulation(const SimulationPlan& plan, const std::filesystem::path& dir) {
+  std::vector<Simulation> simulations;
+  for (const ScenarioRun& run : plan.runs) {
+    SimulationOptions options{(dir / run.name).string(), false};
+    simulations.push_back([&run, options] { return simulate(run.scenario, options); });
+  }
+  if (isatty(STDERR_FILENO)) std::cerr << "kvtier: simulating " << plan.runs.size() << " variant(s) ...\n";
+  std::vector<nlohmann::json> summaries = run_isolated(simulations, simulation_jobs());
+  nlohmann::json result = {{"command", plan.command},
+                           {"scenario", plan.runs[0].scenario.name},
+                           {"run", plan.run},
+                           {"variants", nlohmann::json::array()}};
+  for (size_t i = 0; i < plan.runs.size(); ++i)
+    result["variants"].push_back({{"name", plan.runs[i].name}, {"summary", summaries[i]}});
+  write_checked_file(dir / validation::kSummaryFile, result.dump(2) + "\n");
+}
+
+// --sim-out: written into a temporary folder beside it and moved into place (output_folder.h).
+void write_kept_simulation(const SimulationPlan& plan, const ValidateOptions& o) {
+  StagingFolder staging(check_output_target(o.sim_out, o.force));
+  try {
+    write_simulation(plan, staging.path());
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const ConfigError& e) {
+    throw ConfigError(staging.describe(e.what()));
+  } catch (const std::exception& e) {
+    throw std::runtime_error(staging.describe(e.what()));
+  }
+  throw_if_interrupted();
+  staging.commit();
+}
+
+void validate_scenario(const ValidateOptions& o) {
+  if (!o.measured_dir.empty()) {
+    throw ConfigError(
+        "give either two folders (PREDICTED MEASURED) or a scenario with --hw DIR, not both: '" +
+        o.measured_dir + "' is one argument too many");
+  }
+  SimulationPlan plan = plan_simulation(o);
+  ValidateOptions measured = o;
+  measured.measured_dir = o.hw_dir;
+  TerminationSignals signals;
+  try {
+    if (!o.sim_out.empty()) {
+      write_kept_simulation(plan, o);
+      validate_folders(measured, o.sim_out, o.sim_out);
+    } else {
+      TemporaryFolder folder;
+      write_simulation(plan, folder.path());
+      throw_if_interrupted();
+      validate_folders(measured, folder.path().string(),
+                       "simulation of " + o.predicted_dir + " (not kept; --sim-out DIR keeps it)");
+    }
+  } catch (...) {
+    // The temporary folder is gone by now; end as the signal asked, not with the error it caused.
+    if (int signal = TerminationSignals::caught()) TerminationSignals::reraise(signal);
+    throw;
+  }
+}
+
+void run_validate(const ValidateOptions& o) {
+  if (!o.hw_dir.empty()) return validate_scenario(o);
+  if (o.measured_dir.empty()) {
+    throw ConfigError("expected two folders (PREDICTED MEASURED), or a scenario with --hw DIR; got only '" +
+                      o.predicted_dir + "'");
+  }
+  validate_folders(o, o.predicted_dir, o.predicted_dir);
+}
+
 void add_target_option(CLI::App& command, const char* name, double& percent, const char* what) {
   command.add_option(name, percent, what)->capture_default_str()->check(CLI::NonNegativeNumber);
 }
@@ -143,10 +332,35 @@ void add_validate_command(CLI::App& app) {
   auto options = std::make_shared<ValidateOptions>();
   CLI::App* command = app.add_subcommand(
       "validate",
-      "Compare a simulation's output folder with a hardware run's; exit 1 when a target is missed");
-  command->add_option("predicted", options->predicted_dir, "Output folder of kvtier simulate")->required();
-  command->add_option("measured", options->measured_dir, "Output folder of the hardware run, same schema")
+      "Compare a simulation with a hardware run (two output folders, or SCENARIO --hw DIR); exit 1 when a "
+      "target is missed");
+  command
+      ->add_option("predicted", options->predicted_dir,
+                   "Output folder of kvtier simulate; with --hw, the scenario file or built-in name")
       ->required();
+  command->add_option("measured", options->measured_dir, "Output folder of the hardware run, same schema");
+  CLI::Option* hw = command->add_option(
+      "--hw", options->hw_dir,
+      "Output folder of kvtier-hw serve: simulate the scenario as that run was made, then compare");
+  command->add_option("--trace", options->trace, "With --hw: replay this trace instead of the run's")
+      ->needs(hw);
+  command
+      ->add_option(
+          "--set", options->overrides,
+          "With --hw: override a scenario key after the run's overrides: key.path=value (repeatable)")
+      ->needs(hw);
+  command
+      ->add_option("--calibration", options->calibration,
+                   "With --hw: overlay this calibration JSON (default: the scenario's own)")
+      ->needs(hw);
+  CLI::Option* sim_out = command->add_option(
+      "--sim-out", options->sim_out,
+      "With --hw: keep the simulation's output folder here (default: a temporary folder, removed). It must "
+      "not exist yet or be empty");
+  sim_out->needs(hw);
+  command
+      ->add_flag("--force", options->force, "Replace an existing --sim-out folder, but only one kvtier wrote")
+      ->needs(sim_out);
   command->add_option("--plot-dir", options->plot_dir,
                       "Write ttft_scatter.png, ttft_cdf.png and <variant>/request_errors.csv here");
   add_target_option(*command, "--ttft-percentile-pct", options->ttft_percentile_pct,
@@ -160,7 +374,7 @@ void add_validate_command(CLI::App& app) {
   add_target_option(*command, "--transfer-pct", options->transfer_pct,
                     "Largest median |error| of transfer time on any path, in percent");
   add_format_option(*command, options->format);
-  command->callback([options] { validate_folders(*options); });
+  command->callback([options] { run_validate(*options); });
 }
 
 const CommandRegistration registration(60, add_validate_command);

@@ -1,9 +1,10 @@
 // End-to-end checks of `kvtier validate` on the committed fixtures (validate/fixtures/): the exit status
 // for met and missed targets and for folders that cannot be compared, the JSON, the flags that move the
-// targets, and the plots.
+// targets, and the plots; and the SCENARIO --hw form, which simulates the hw-serve fixture's run itself.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "sim/cli/cli_test_support.h"
@@ -99,6 +100,109 @@ TEST(ValidateCli, PlotsAndPerRequestErrorsAreWritten) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* file : {"ttft_scatter.png", "ttft_cdf.png", "run/request_errors.csv"})
     EXPECT_GT(std::filesystem::file_size(dir / file), 0u) << file;
+}
+
+const std::string kServe = "validate/fixtures/serve-scenario.yaml --hw validate/fixtures/hw-serve";
+
+// A fresh, empty folder under the temporary folder.
+std::filesystem::path fresh_folder(const std::string& name) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kvtier-validate-cli-" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// The fixture was simulated with the run's --set (a larger HBM) and its times perturbed by at most 3 %:
+// simulating it again with that --set meets every target, and the temporary folder is gone afterwards.
+TEST(ValidateCliScenario, SimulatesTheHardwareRunAndPasses) {
+  std::filesystem::path tmp = fresh_folder("tmpdir");
+  CliResult r = testing::run_shell("TMPDIR=" + tmp.string() + " $KVTIER validate " + kServe);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("predicted: simulation of validate/fixtures/serve-scenario.yaml (not kept"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("variant int4-dram"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("transfer bytes dram->hbm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("every target met"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::is_empty(tmp)) << "the simulated folder was left in " << tmp;
+}
+
+TEST(ValidateCliScenario, AnotherScenarioExitsTwoNamingBoth) {
+  CliResult r = run_validate("configs/scenarios/h200-llama8b.yaml --hw validate/fixtures/hw-serve");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(
+      r.out,
+      "kvtier: configs/scenarios/h200-llama8b.yaml: scenario 'H200: Llama-3.1-8B, HBM -> DRAM -> disk', "
+      "but validate/fixtures/hw-serve/summary.json is a run of scenario 'validation fixture: "
+      "Llama-3.1-8B on one H200, HBM and DRAM' (kvtier-hw serve validate/fixtures/serve-scenario.yaml); "
+      "validate a hardware run against the scenario it ran\n");
+}
+
+// The command line's --set replaces the run's for the same key: the scenario's own reserve leaves HBM
+// fewer blocks than the run had, so the hits differ.
+TEST(ValidateCliScenario, CommandLineSetReplacesTheRunsSet) {
+  CliResult r = run_validate(kServe + " --set instance.activation_reserve=132.03GB --format json", false);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(std::find(j["missed"].begin(), j["missed"].end(), "bf16: hit_tokens"), j["missed"].end()) << j;
+}
+
+TEST(ValidateCliScenario, SimOutKeepsTheSimulationWithItsRun) {
+  std::filesystem::path out = std::filesystem::temp_directory_path() / "kvtier-validate-cli-sim-out";
+  std::filesystem::remove_all(out);
+  CliResult r = run_validate(kServe + " --sim-out " + out.string() + " --format json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["predicted"], out.string());
+  nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+  EXPECT_EQ(summary["run"]["set"], (nlohmann::json{"instance.activation_reserve=131.5GB"}));
+  EXPECT_EQ(summary["run"]["trace"], "validate/fixtures/serve-trace.jsonl");
+  EXPECT_TRUE(summary["run"]["calibration"].is_null());
+  for (const char* file : {"bf16/requests.csv", "bf16/transfers.csv", "int4-dram/transfers.csv"})
+    EXPECT_GT(std::filesystem::file_size(out / file), 0u) << file;
+  // Again into the same folder: refused without --force, replaced with it.
+  EXPECT_EQ(run_validate(kServe + " --sim-out " + out.string()).exit_code, 2);
+  EXPECT_EQ(run_validate(kServe + " --sim-out " + out.string() + " --force").exit_code, 0);
+}
+
+// --calibration is overlaid on the scenario: it moves the prediction, the simulated folder records it,
+// and a missing file is bad input.
+TEST(ValidateCliScenario, CalibrationIsOverlaid) {
+  std::filesystem::path out = std::filesystem::temp_directory_path() / "kvtier-validate-cli-calibrated";
+  std::filesystem::remove_all(out);
+  CliResult r = run_validate(
+      kServe + " --calibration results/hw/calibration-h200.json --format json --sim-out " + out.string(),
+      false);
+  ASSERT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out;
+  CliResult plain = run_validate(kServe + " --format json", false);
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  auto predicted_ttft_p50 = [](const CliResult& result) {
+    return nlohmann::json::parse(result.out)["variants"][0]["metrics"]["ttft_s"]["predicted"]["p50"];
+  };
+  EXPECT_NE(predicted_ttft_p50(r), predicted_ttft_p50(plain));
+  nlohmann::json summary = nlohmann::json::parse(std::ifstream(out / "summary.json"));
+  EXPECT_EQ(summary["run"]["calibration"], "results/hw/calibration-h200.json");
+  CliResult missing = run_validate(kServe + " --calibration no-such-calibration.json");
+  EXPECT_EQ(missing.exit_code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("no-such-calibration.json"), std::string::npos) << missing.out;
+}
+
+TEST(ValidateCliScenario, SimOutNeverTouchesAFolderKvtierDidNotWrite) {
+  std::filesystem::path out = fresh_folder("not-ours");
+  std::ofstream(out / "notes.txt") << "mine";
+  CliResult r = run_validate(kServe + " --sim-out " + out.string() + " --force");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::filesystem::file_size(out / "notes.txt"), 4u);
+  EXPECT_FALSE(std::filesystem::exists(out / "summary.json"));
+}
+
+TEST(ValidateCliScenario, FormsDoNotMix) {
+  CliResult both = run_validate(kSim + " validate/fixtures/hw-pass --hw validate/fixtures/hw-serve");
+  EXPECT_EQ(both.exit_code, 2) << both.out;
+  EXPECT_NE(both.out.find("not both"), std::string::npos) << both.out;
+  CliResult one = run_validate(kSim);
+  EXPECT_EQ(one.exit_code, 2) << one.out;
+  EXPECT_NE(one.out.find("expected two folders"), std::string::npos) << one.out;
+  EXPECT_EQ(run_validate(kSim + " validate/fixtures/hw-pass --trace t.jsonl").exit_code, 2);
 }
 
 }  // namespace

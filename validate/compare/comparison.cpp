@@ -272,7 +272,8 @@ Check transfers_check(const VariantComparison& v, const VariantRun& predicted, c
   return c;
 }
 
-Check transfer_bytes_check(const VariantComparison& v, const VariantRun& predicted, const VariantRun& measured) {
+Check transfer_bytes_check(const VariantComparison& v, const VariantRun& predicted,
+                           const VariantRun& measured) {
   Check c{"transfer_bytes", Verdict::kNotCompared, std::nullopt, std::nullopt, std::nullopt, ""};
   if (!v.transfers) {
     c.detail = no_transfers(predicted, measured);

@@ -116,10 +116,12 @@ RunSpec read_run_spec(const std::filesystem::path& dir) {
   nlohmann::json summary = read_summary(path);
   const std::string where = path.string() + ": ";
   RunSpec spec;
-  spec.scenario_name = member(summary, "scenario", where, T::string, "the scenario's name").get<std::string>();
+  spec.scenario_name =
+      member(summary, "scenario", where, T::string, "the scenario's name").get<std::string>();
   const nlohmann::json& run =
       member(summary, "run", where, T::object, "an object {scenario, trace, set, calibration}");
-  spec.scenario = member(run, "scenario", where + "run", T::string, "the SCENARIO argument").get<std::string>();
+  spec.scenario =
+      member(run, "scenario", where + "run", T::string, "the SCENARIO argument").get<std::string>();
   auto path_or_null = [&](const char* key) -> std::optional<std::string> {
     if (!run.contains(key) || run.at(key).is_null()) return std::nullopt;
     return member(run, key, where + "run", T::string, "a path or null").get<std::string>();

@@ -55,8 +55,8 @@ std::filesystem::path folder_with_summary(const std::string& name, const std::st
 }
 
 TEST(RunSpec, ReadsWhatTheHardwareRunRecorded) {
-  std::filesystem::path dir = folder_with_summary(
-      "spec", R"({"command": "kvtier-hw serve s.yaml", "scenario": "small",
+  std::filesystem::path dir =
+      folder_with_summary("spec", R"({"command": "kvtier-hw serve s.yaml", "scenario": "small",
                   "run": {"scenario": "s.yaml", "trace": "t.jsonl", "set": ["seed=2", "slo.ttft=1s"],
                           "calibration": null}, "variants": []})");
   RunSpec spec = read_run_spec(dir);
@@ -201,8 +201,9 @@ TEST(Transfers, NumbersReadBackExactly) {
   }
   std::stringstream text;
   text << std::ifstream(path).rdbuf();
-  EXPECT_EQ(text.str(), "path,bytes,start_s,end_s\nnvme->hbm,123456789012345,0.30000000000000004,"
-                        "0.3333333333333333\n");
+  EXPECT_EQ(text.str(),
+            "path,bytes,start_s,end_s\nnvme->hbm,123456789012345,0.30000000000000004,"
+            "0.3333333333333333\n");
   std::vector<TransferRecord> back = read_transfers_csv(path);
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].bytes, bytes);
