@@ -37,11 +37,12 @@ std::vector<std::unique_ptr<BlockFile>> one_file(std::unique_ptr<BlockFile> file
   return files;
 }
 
-int ring_threads(const NvmeStoreOptions& options, size_t files) {
-  return options.io_threads > 0 ? options.io_threads : static_cast<int>(files);
-}
-
 }  // namespace
+
+int NvmeStore::ring_threads(const NvmeStoreOptions& options, size_t files) {
+  const int wanted = options.io_threads > 0 ? options.io_threads : std::max(2, static_cast<int>(files));
+  return std::clamp(wanted, 1, std::max(options.queue_depth, 1));
+}
 
 uint64_t NvmeStore::file_bytes(const NvmeStoreOptions& options, size_t files) {
   const uint64_t slots_per_file = (options.capacity_blocks + files - 1) / std::max<size_t>(files, 1);

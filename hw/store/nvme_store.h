@@ -53,12 +53,15 @@ struct NvmeStoreOptions {
   int queue_depth = 8;                 // I/Os in flight at once
   uint64_t max_io_bytes = 8ull << 20;  // adjacent blocks merged into one I/O up to this size
   IoPath io_path = IoPath::kAuto;      // io_uring where the kernel allows it, else worker threads
-  int io_threads = 0;                  // io_uring threads, each with its own ring; 0: one per file
+  int io_threads = 0;                  // io_uring threads, each with its own ring; 0: ring_threads()
   ChecksumKind checksum = ChecksumKind::kCrc32c;  // kNone: no checksum at put or get
 };
 
 class NvmeStore {
  public:
+  // io_uring threads a store with these options runs: `io_threads`, or by default one per file and at
+  // least two (one thread checksums while the other reaps and submits), at most `queue_depth`.
+  static int ring_threads(const NvmeStoreOptions& options, size_t files = 1);
   // Bytes of each file a store with these options needs when striped over `files` files.
   static uint64_t file_bytes(const NvmeStoreOptions& options, size_t files = 1);
   // Creates and preallocates the file at `path` (it must not exist: an existing file is refused with a

@@ -6,7 +6,8 @@
 // BM_StoreFileRawWrite / BM_StoreFileRawRead move them on the store's own file at the store's queue
 // depth and merged I/O size, through the same I/O path, with nothing else: the store's target is
 // >= 90 % of that rate. Arguments: page bytes, queue depth, I/O path (0 worker threads, 1 io_uring where
-// the kernel allows it; the label says which ran). Set KVTIER_BENCH_DIR to put the files on the disk you
+// the kernel allows it; the label says which ran), file mode (0 O_DIRECT; 1 buffered, through the page
+// cache: memory-speed "I/O" that exposes the store's CPU cost where the disk is slow). Set KVTIER_BENCH_DIR to put the files on the disk you
 // want to measure; a 256 MiB file read again and again is what a virtual disk's host caches.
 #include <benchmark/benchmark.h>
 #include <unistd.h>
@@ -73,8 +74,9 @@ struct StoreFixture {
                 .queue_depth = int(state.range(1)),
                 .io_path = state.range(2) == 0 ? IoPath::kThreads : IoPath::kAuto},
         data(random_region(kBatchBytes)),
-        raw_queue(options.io_path, options.queue_depth, 1) {
-    auto owned = std::make_unique<DirectFile>(bench_file("store"), NvmeStore::file_bytes(options), IoMode::kDirect);
+        raw_queue(options.io_path, options.queue_depth, NvmeStore::ring_threads(options)) {
+    const IoMode mode = state.range(3) == 0 ? IoMode::kDirect : IoMode::kBuffered;
+    auto owned = std::make_unique<DirectFile>(bench_file("store"), NvmeStore::file_bytes(options), mode);
     file = owned.get();
     store = std::make_unique<NvmeStore>(std::move(owned), options);
     for (uint64_t i = 0; i < pages; ++i) writes.push_back({i, {data.data() + i * page, page}});
@@ -86,7 +88,7 @@ struct StoreFixture {
     for (size_t i = 0; i < chunks.size(); ++i) {
       raw_requests.push_back({file, kStoreHeaderBytes + i * io_bytes, {&chunks[i], 1}});
     }
-    state.SetLabel(store->io_path());
+    state.SetLabel(std::string(store->io_path()) + (mode == IoMode::kDirect ? "" : " page-cached"));
   }
   void raw(IoDirection direction) {
     const auto nothing = [](size_t) {};
@@ -134,8 +136,9 @@ void BM_StoreFileRawRead(benchmark::State& state) {
 void page_sizes(benchmark::internal::Benchmark* bench) {
   for (int64_t path : {0, 1}) {
     for (int64_t page : {16 << 10, 64 << 10, 1 << 20}) {
-      for (int64_t depth : {1, 4, 8}) bench->Args({page, depth, path});
+      for (int64_t depth : {1, 4, 8}) bench->Args({page, depth, path, 0});
     }
+    for (int64_t page : {64 << 10, 1 << 20}) bench->Args({page, 8, path, 1});
   }
 }
 

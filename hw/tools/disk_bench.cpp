@@ -70,7 +70,7 @@ struct StoreUnderTest {
     auto owned = std::make_unique<DirectFile>(scratch(options, name), NvmeStore::file_bytes(config), IoMode::kDirect);
     file = owned.get();
     store = std::make_unique<NvmeStore>(std::move(owned), config);
-    raw_queue = std::make_unique<IoQueue>(config.io_path, config.queue_depth, 1);
+    raw_queue = std::make_unique<IoQueue>(config.io_path, config.queue_depth, NvmeStore::ring_threads(config));
     std::mt19937_64 rng(31);
     auto* words = reinterpret_cast<uint64_t*>(host.page(0));
     for (uint64_t i = 0; i < pages * page_bytes / 8; ++i) words[i] = rng();
