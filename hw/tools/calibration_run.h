@@ -13,11 +13,11 @@
 #include <vector>
 
 // By path: "calibration.h" from this folder names this file.
-#include "sim/core/calibration.h"
 #include "hw/tools/copy_probe.h"
 #include "hw/tools/disk_probe.h"
 #include "hw/tools/gemm_probe.h"
 #include "hw/tools/step_fit.h"
+#include "sim/core/calibration.h"
 #include "sim/core/hardware.h"
 
 namespace kvtier::hw {

@@ -1,21 +1,22 @@
-// kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON. With --steps it also
-// times real forward-pass steps of one model (step_probe.h) and fits the cost model's serving step costs.
+// kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON. With --steps it
+// also times real forward-pass steps of one model (step_probe.h) and fits the cost model's serving step
+// costs.
 #include <cstdio>
 #include <memory>
 #include <stdexcept>
 #include <string>
 
+#include "hw/gpu/check.h"
 #include "hw/tools/calibration_run.h"
-#include "hw/tools/hw_commands.h"
 #include "hw/tools/copy_probe.h"
 #include "hw/tools/disk_probe.h"
-#include "sim/core/config_files.h"
 #include "hw/tools/gemm_probe.h"
-#include "hw/gpu/check.h"
+#include "hw/tools/hw_commands.h"
 #include "hw/tools/kernel_probe.h"
 #include "hw/tools/step_probe.h"
-#include "sim/core/model_card.h"
 #include "hw/tools/tool_support.h"
+#include "sim/core/config_files.h"
+#include "sim/core/model_card.h"
 #include "sim/core/units.h"
 
 namespace kvtier::hw {
@@ -80,11 +81,13 @@ void print_steps(const nlohmann::json& json) {
   if (!json.contains("serving")) return;
   for (const nlohmann::json& s : json["measurements"]["steps"]) {
     const double seconds = s["seconds"].get<double>(), predicted = s["predicted_seconds"].get<double>();
-    std::printf("step %-7s %lld x %6lld new after %6lld, %3lld decodes after %6lld: %9.3f ms, model %9.3f ms (%+5.1f %%)\n",
-                s["kind"].get<std::string>().c_str(), s["prefill_sequences"].get<long long>(),
-                s["new_tokens"].get<long long>(), s["cached_tokens"].get<long long>(),
-                s["decode_sequences"].get<long long>(), s["decode_context"].get<long long>(), seconds * 1e3,
-                predicted * 1e3, (predicted / seconds - 1) * 100);
+    std::printf(
+        "step %-7s %lld x %6lld new after %6lld, %3lld decodes after %6lld: %9.3f ms, model %9.3f ms (%+5.1f "
+        "%%)\n",
+        s["kind"].get<std::string>().c_str(), s["prefill_sequences"].get<long long>(),
+        s["new_tokens"].get<long long>(), s["cached_tokens"].get<long long>(),
+        s["decode_sequences"].get<long long>(), s["decode_context"].get<long long>(), seconds * 1e3,
+        predicted * 1e3, (predicted / seconds - 1) * 100);
   }
   std::printf("serving step costs: %s\n", json["serving"].dump().c_str());
 }
@@ -130,9 +133,9 @@ void run(const CalibrateArguments& arguments) {
 
 void add_calibrate_command(CLI::App& app) {
   auto arguments = std::make_shared<CalibrateArguments>();
-  CLI::App* command = app.add_subcommand(
-      "calibrate",
-      "Measure copies, kernels, disk, prefill GEMMs and (--steps) forward-pass steps; write the simulator's calibration JSON");
+  CLI::App* command = app.add_subcommand("calibrate",
+                                         "Measure copies, kernels, disk, prefill GEMMs and (--steps) "
+                                         "forward-pass steps; write the simulator's calibration JSON");
   command->add_option("--hardware", arguments->hardware, "Hardware file whose peaks efficiencies refer to")
       ->capture_default_str();
   command->add_option("--models", arguments->models, "Model cards whose prefill GEMMs are timed")
@@ -147,8 +150,9 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
   command->add_flag("--skip-disk", arguments->skip_disk, "Leave the disk out");
-  command->add_flag("--steps", arguments->steps,
-                    "Time forward-pass steps (prefill, decode, mixed) and fit the cost model's serving step costs");
+  command->add_flag(
+      "--steps", arguments->steps,
+      "Time forward-pass steps (prefill, decode, mixed) and fit the cost model's serving step costs");
   command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
       ->capture_default_str();
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");

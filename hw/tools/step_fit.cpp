@@ -131,18 +131,30 @@ int64_t StepSample::kv_tokens() const {
 std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
   std::vector<StepSample> steps;
   for (int64_t fresh : {512, 2048, 8192, 16384}) {
-    for (int64_t cached : {0, 4096, 16384, 65536}) steps.push_back({.prefill_sequences = 1, .new_tokens = fresh, .cached_tokens = cached});
+    for (int64_t cached : {0, 4096, 16384, 65536})
+      steps.push_back({.prefill_sequences = 1, .new_tokens = fresh, .cached_tokens = cached});
   }
-  const std::pair<int64_t, int64_t> decodes[] = {{1, 1024},   {1, 8192},  {1, 32768},  {8, 1024},  {8, 8192},
-                                                 {8, 32768},  {32, 1024}, {32, 4096},  {32, 16384}, {64, 2048},
-                                                 {64, 8192},  {128, 1024}, {128, 4096}, {256, 1024}, {256, 2048}};
-  for (auto [batch, context] : decodes) steps.push_back({.decode_sequences = batch, .decode_context = context});
-  steps.push_back({.prefill_sequences = 1, .new_tokens = 512, .decode_sequences = 128, .decode_context = 1024});
-  steps.push_back({.prefill_sequences = 1, .new_tokens = 2048, .cached_tokens = 8192, .decode_sequences = 32,
+  const std::pair<int64_t, int64_t> decodes[] = {
+      {1, 1024},   {1, 8192},  {1, 32768}, {8, 1024},   {8, 8192},   {8, 32768},  {32, 1024}, {32, 4096},
+      {32, 16384}, {64, 2048}, {64, 8192}, {128, 1024}, {128, 4096}, {256, 1024}, {256, 2048}};
+  for (auto [batch, context] : decodes)
+    steps.push_back({.decode_sequences = batch, .decode_context = context});
+  steps.push_back(
+      {.prefill_sequences = 1, .new_tokens = 512, .decode_sequences = 128, .decode_context = 1024});
+  steps.push_back({.prefill_sequences = 1,
+                   .new_tokens = 2048,
+                   .cached_tokens = 8192,
+                   .decode_sequences = 32,
                    .decode_context = 4096});
-  steps.push_back({.prefill_sequences = 1, .new_tokens = 8192, .cached_tokens = 32768, .decode_sequences = 64,
+  steps.push_back({.prefill_sequences = 1,
+                   .new_tokens = 8192,
+                   .cached_tokens = 32768,
+                   .decode_sequences = 64,
                    .decode_context = 1024});
-  steps.push_back({.prefill_sequences = 2, .new_tokens = 1024, .cached_tokens = 2048, .decode_sequences = 16,
+  steps.push_back({.prefill_sequences = 2,
+                   .new_tokens = 1024,
+                   .cached_tokens = 2048,
+                   .decode_sequences = 16,
                    .decode_context = 8192});
   steps.push_back({.decode_sequences = 1, .decode_context = 16});  // the near-empty step: the overhead
   std::erase_if(steps, [&](const StepSample& s) { return s.kv_tokens() > kv_tokens_available; });

@@ -38,7 +38,10 @@ TEST(StepFit, ProbeStepsFitThePoolTheyAreGiven) {
   // 81,920 tokens hold the longest prefill (16K after 64K) and decode batches up to 8 × 8K, 64 × 1K.
   for (const StepSample& s : probe_steps(81920)) EXPECT_LE(s.kv_tokens(), 81920) << s.kind();
   EXPECT_TRUE(probe_steps(0).empty());
-  StepSample mixed{.prefill_sequences = 2, .new_tokens = 100, .cached_tokens = 50, .decode_sequences = 3,
+  StepSample mixed{.prefill_sequences = 2,
+                   .new_tokens = 100,
+                   .cached_tokens = 50,
+                   .decode_sequences = 3,
                    .decode_context = 10};
   EXPECT_EQ(mixed.kv_tokens(), 2 * 150 + 3 * 11);
   EXPECT_EQ(mixed.work().tokens(), 203);
@@ -48,7 +51,8 @@ TEST(StepFit, ProbeStepsFitThePoolTheyAreGiven) {
 
 TEST(StepFit, RecoversExactCostsFromExactTimes) {
   const ModelOnH200 setup;
-  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0));
+  const StepFit fit =
+      fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0));
   EXPECT_NEAR(fit.costs.step_overhead_s, kTruth.step_overhead_s, 1e-9);
   EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
   EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
@@ -58,7 +62,8 @@ TEST(StepFit, RecoversExactCostsFromExactTimes) {
 
 TEST(StepFit, RecoversKnownCostsThroughHalfAPercentOfNoise) {
   const ModelOnH200 setup;
-  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0.005));
+  const StepFit fit =
+      fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, synthetic_steps(setup, 0.005));
   EXPECT_NEAR(fit.costs.step_overhead_s, kTruth.step_overhead_s, 50e-6);
   EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 0.01);
   EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 0.02);
@@ -69,7 +74,8 @@ TEST(StepFit, RecoversKnownCostsThroughHalfAPercentOfNoise) {
   const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
   const std::vector<StepSample> steps = probe_steps(640 * 1024);
   for (size_t i = 0; i < steps.size(); ++i)
-    EXPECT_NEAR(fit.predicted_seconds[i] / truth.step_seconds(steps[i].work()), 1, 0.005) << steps[i].kind() << " " << i;
+    EXPECT_NEAR(fit.predicted_seconds[i] / truth.step_seconds(steps[i].work()), 1, 0.005)
+        << steps[i].kind() << " " << i;
 }
 
 TEST(StepFit, EachStoredResidualIsMeasuredMinusPredicted) {
@@ -112,13 +118,15 @@ TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
   const Calibration back = parse_calibration(file.dump(2), "calibration.json");
   ASSERT_TRUE(back.serving);
   EXPECT_EQ(back.serving->model, "Llama-3.1-8B");
-  const CostModel from_file(setup.model, setup.hardware, setup.kv_bytes_per_token, *serving_step_costs(back, setup.model));
+  const CostModel from_file(setup.model, setup.hardware, setup.kv_bytes_per_token,
+                            *serving_step_costs(back, setup.model));
   const nlohmann::json& steps = back.measurements.at("steps");
   ASSERT_EQ(steps.size(), run.steps.size());
   for (size_t i = 0; i < run.steps.size(); ++i) {
     EXPECT_EQ(steps[i]["predicted_seconds"].get<double>(), from_file.step_seconds(run.steps[i].work())) << i;
     EXPECT_EQ(steps[i]["residual_seconds"].get<double>(),
-              run.steps[i].seconds - from_file.step_seconds(run.steps[i].work())) << i;
+              run.steps[i].seconds - from_file.step_seconds(run.steps[i].work()))
+        << i;
   }
   run.steps.clear();
   EXPECT_FALSE(nlohmann::json(summarize_calibration(run)).contains("serving")) << "no steps, no fit";

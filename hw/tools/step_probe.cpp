@@ -28,7 +28,9 @@ constexpr int kBlockTokens = 16;
 constexpr int64_t kMostKvTokens = int64_t{640} * 1024;
 constexpr double kActivationReserve = 8.0 * (1ull << 30);
 
-int64_t pages_for(int64_t tokens) { return (tokens + kBlockTokens - 1) / kBlockTokens; }
+int64_t pages_for(int64_t tokens) {
+  return (tokens + kBlockTokens - 1) / kBlockTokens;
+}
 
 // KV tokens the pool can hold beside the weights and the activations.
 int64_t pool_tokens(const TransformerShape& shape) {
@@ -36,8 +38,10 @@ int64_t pool_tokens(const TransformerShape& shape) {
   KVTIER_GPU_CHECK(gpuMemGetInfo(&free_bytes, &total_bytes));
   const double weights = 2.0 * (static_cast<double>(shape.linear_params_per_layer()) * shape.layers +
                                 2.0 * shape.vocab * shape.hidden);
-  const KvPageGeometry geometry{.layers_in_group = shape.layers, .kv_heads = shape.kv_heads,
-                                .head_dim = shape.head_dim, .block_tokens = kBlockTokens};
+  const KvPageGeometry geometry{.layers_in_group = shape.layers,
+                                .kv_heads = shape.kv_heads,
+                                .head_dim = shape.head_dim,
+                                .block_tokens = kBlockTokens};
   const double pages = (static_cast<double>(free_bytes) - weights - kActivationReserve) /
                        static_cast<double>(geometry.page_bytes());
   return std::clamp<int64_t>(static_cast<int64_t>(pages) * kBlockTokens, 0, kMostKvTokens);
@@ -49,7 +53,8 @@ std::vector<HostSequence> step_sequences(const StepSample& step) {
   int next_page = 0;
   auto add = [&](int64_t fresh, int64_t context) {
     const int pages = static_cast<int>(pages_for(context + fresh));
-    HostSequence s{static_cast<int>(fresh), static_cast<int>(context), std::vector<int>(static_cast<size_t>(pages))};
+    HostSequence s{static_cast<int>(fresh), static_cast<int>(context),
+                   std::vector<int>(static_cast<size_t>(pages))};
     for (int& page : s.pages) page = next_page++;
     sequences.push_back(std::move(s));
   };
@@ -58,14 +63,17 @@ std::vector<HostSequence> step_sequences(const StepSample& step) {
   return sequences;
 }
 
-ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps, int64_t kv_tokens) {
+ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps,
+                             int64_t kv_tokens) {
   ForwardConfig config{.shape = shape, .block_tokens = kBlockTokens, .kv_pages = kv_tokens / kBlockTokens};
   for (const StepSample& s : steps) {
     config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
-    config.max_sequences = std::max(config.max_sequences, static_cast<int>(s.prefill_sequences + s.decode_sequences));
+    config.max_sequences =
+        std::max(config.max_sequences, static_cast<int>(s.prefill_sequences + s.decode_sequences));
     const int64_t longest = std::max(s.prefill_sequences > 0 ? s.cached_tokens + s.new_tokens : 0,
                                      s.decode_sequences > 0 ? s.decode_context + 1 : 0);
-    config.max_pages_per_sequence = std::max(config.max_pages_per_sequence, static_cast<int>(pages_for(longest)));
+    config.max_pages_per_sequence =
+        std::max(config.max_pages_per_sequence, static_cast<int>(pages_for(longest)));
   }
   return config;
 }
@@ -81,12 +89,14 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape) {
   TransformerForward forward(forward_config(shape, steps, kv_tokens), stream.get());
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
   std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
-  for (size_t i = 0; i < token_ids.size(); ++i) token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
+  for (size_t i = 0; i < token_ids.size(); ++i)
+    token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
   for (StepSample& step : steps) {
     const std::vector<HostSequence> sequences = step_sequences(step);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
-    step.seconds = median_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs);
+    step.seconds = median_seconds(
+        stream.get(), [&] { forward.step(sequences, tokens); }, runs);
   }
   return steps;
 }
@@ -94,7 +104,8 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape) {
 #else
 
 std::vector<StepSample> measure_steps(const TransformerShape&) {
-  throw std::runtime_error("step probe: this build has no forward pass (hipBLAS was not found at configure time)");
+  throw std::runtime_error(
+      "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }
 
 #endif

@@ -233,7 +233,8 @@ ServingCalibration read_serving(const json& serving) {
   ServingCalibration result;
   require(kServingModel);
   const json& model = serving.at(kServingModel);
-  if (!model.is_string()) fail({"serving", kServingModel}, "expected a string, got " + std::string(model.type_name()));
+  if (!model.is_string())
+    fail({"serving", kServingModel}, "expected a string, got " + std::string(model.type_name()));
   result.model = model.get<std::string>();
   for (const ServingKey& k : kServingKeys) {
     require(k.key);
@@ -312,8 +313,9 @@ void to_json(json& out, const Calibration& calibration) {
 
 void from_json(const json& in, Calibration& calibration) {
   expect_object(in, {});
-  allow_keys(in, {},
-             {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "serving", "measurements"});
+  allow_keys(
+      in, {},
+      {"tool", "command", "device", "reference_hardware", "hardware", "kernels", "serving", "measurements"});
   calibration.tool = optional_string(in, "tool");
   calibration.command = optional_string(in, "command");
   calibration.device = optional_string(in, "device");

@@ -328,8 +328,8 @@ TEST(Calibration, ServingStepCostsRoundTripWithEveryDigit) {
                                              {"attention_mfu", 0.41},
                                              {"attention_half_rate_keys", 1115.5},
                                              {"attention_bandwidth_efficiency", 0.79}}));
-  const Calibration back = parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}",
-                                             "c.json");
+  const Calibration back =
+      parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
   ASSERT_TRUE(back.serving);
   EXPECT_EQ(back.serving->model, "Llama-3.1-8B");
   EXPECT_EQ(back.serving->costs.step_overhead_s, 1.234567e-3);

@@ -64,7 +64,8 @@ double CostModel::attention_flops(int64_t cached_tokens, int64_t new_tokens) con
 }
 
 double CostModel::prefill_flops(int64_t cached_tokens, int64_t new_tokens) const {
-  return 2.0 * model_.active_params * static_cast<double>(new_tokens) + attention_flops(cached_tokens, new_tokens);
+  return 2.0 * model_.active_params * static_cast<double>(new_tokens) +
+         attention_flops(cached_tokens, new_tokens);
 }
 
 double CostModel::decode_flops(int64_t batch, int64_t context_tokens) const {
@@ -80,7 +81,8 @@ double CostModel::weight_bytes_touched(int64_t tokens) const {
 double CostModel::step_seconds(double flops, double kv_bytes, int64_t tokens) const {
   if (tokens <= 0) return 0;
   if (fixed_rate_) return static_cast<double>(tokens) / *fixed_rate_;
-  return std::max(flops / achieved_flops_, (weight_bytes_touched(tokens) + kv_bytes) / achieved_hbm_bandwidth_);
+  return std::max(flops / achieved_flops_,
+                  (weight_bytes_touched(tokens) + kv_bytes) / achieved_hbm_bandwidth_);
 }
 
 StepTerms CostModel::step_terms(const StepWork& work) const {
@@ -99,8 +101,8 @@ StepTerms CostModel::step_terms(const StepWork& work) const {
 double CostModel::serving_step_seconds(const StepWork& work) const {
   const StepCosts& c = *step_costs_;
   const StepTerms t = step_terms(work);
-  const double linear = std::max(t.linear_flops / (peak_flops_ * c.linear_mfu),
-                                 t.weight_bytes / achieved_hbm_bandwidth_);
+  const double linear =
+      std::max(t.linear_flops / (peak_flops_ * c.linear_mfu), t.weight_bytes / achieved_hbm_bandwidth_);
   const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys) /
                            (peak_flops_ * c.attention_mfu);
   const double decode_attention = t.decode_kv_bytes / (hbm_bandwidth_ * c.attention_bandwidth_efficiency);

@@ -29,11 +29,11 @@ namespace kvtier {
 // The serving terms of a step's time. Fractions are of the GPUs' peak (the model's weight dtype) and HBM
 // bandwidth, relative to the FLOP and byte counts of this cost model for the card they were fitted with.
 struct StepCosts {
-  double step_overhead_s = 0;                  // fixed time of every step (launches, the batch upload)
-  double linear_mfu = 0;                       // linear layers' FLOPs over peak
-  double attention_mfu = 0;                    // prefill attention's rate over peak, at many keys
-  double attention_half_rate_keys = 0;         // keys at which prefill attention runs at half that rate
-  double attention_bandwidth_efficiency = 0;   // decode attention's KV read rate over HBM bandwidth
+  double step_overhead_s = 0;                 // fixed time of every step (launches, the batch upload)
+  double linear_mfu = 0;                      // linear layers' FLOPs over peak
+  double attention_mfu = 0;                   // prefill attention's rate over peak, at many keys
+  double attention_half_rate_keys = 0;        // keys at which prefill attention runs at half that rate
+  double attention_bandwidth_efficiency = 0;  // decode attention's KV read rate over HBM bandwidth
 };
 
 // One engine step's work: prefill chunks and a batch of decodes. Add in the scheduler's order (chunks,
@@ -47,7 +47,9 @@ struct StepWork {
   int64_t decodes = 0;         // sequences decoding one token each
   int64_t decode_context = 0;  // their KV tokens, summed
 
-  void add_prefill(int64_t cached_tokens, int64_t new_tokens) { prefills.push_back({cached_tokens, new_tokens}); }
+  void add_prefill(int64_t cached_tokens, int64_t new_tokens) {
+    prefills.push_back({cached_tokens, new_tokens});
+  }
   void add_decodes(int64_t batch, int64_t context_tokens) {
     decodes += batch;
     decode_context += context_tokens;
