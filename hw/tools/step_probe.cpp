@@ -84,6 +84,9 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape) {
   shape.validate();
   const int64_t kv_tokens = pool_tokens(shape);
   std::vector<StepSample> steps = probe_steps(kv_tokens);
+  std::erase_if(steps, [&](const StepSample& step) {  // whole pages per sequence may need a few more
+    return step_sequences(step).back().pages.back() >= kv_tokens / kBlockTokens;
+  });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
   gpu::Stream stream;
   TransformerForward forward(forward_config(shape, steps, kv_tokens), stream.get());
