@@ -54,7 +54,7 @@ void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode&
   const ConfigNode& node = instance ? *instance : root;
   if (instance) {
     node.allow_keys({"gpus", "max_batch_tokens", "max_running", "hbm_utilisation", "activation_reserve",
-                     "layerwise_overlap", "load_policy"});
+                     "layerwise_overlap", "load_policy", "transfers"});
     int64_t gpus = node.integer("gpus", s.hardware.gpu.count);
     if (gpus <= 0 || gpus > s.hardware.gpu.count) {
       node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
@@ -73,6 +73,11 @@ void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode&
       node.child("load_policy").fail("expected always or breakeven, got '" + policy + "'");
     }
     s.recompute_when_faster = policy == "breakeven";
+    std::string transfers = node.string("transfers", "background");
+    if (transfers != "background" && transfers != "blocking") {
+      node.child("transfers").fail("expected background or blocking, got '" + transfers + "'");
+    }
+    s.blocking_transfers = transfers == "blocking";
   } else {
     s.gpus = s.hardware.gpu.count;
   }

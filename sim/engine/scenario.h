@@ -42,6 +42,10 @@ struct Scenario {
   double activation_reserve_bytes = 0;  // per GPU
   bool layerwise_overlap = false;
   bool recompute_when_faster = false;  // instance.load_policy: breakeven
+  // instance.transfers: blocking: the engine runs no step while copies it started are in flight (a
+  // connector that loads and saves KV on the serving thread, as kvtier-hw serve does); background: copies
+  // overlap the steps.
+  bool blocking_transfers = false;
   double kv_space_bytes = 0;  // derived: HBM for KV across the instance's GPUs
   std::vector<ConversionRates> tier_conversions;  // per tier, to and from HBM's layout; tier 0's unused
   int64_t block_tokens = 256;

@@ -16,7 +16,7 @@ namespace kvtier {
 namespace {
 
 InstanceConfig instance_config(const Scenario& s) {
-  InstanceConfig c{scheduler_config(s), {}, {}};
+  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
   for (const TierSpec& tier : s.tiers) {
     c.tier_media.push_back(tier.medium);
     c.tier_names.push_back(tier.name);

@@ -149,6 +149,28 @@ TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
   EXPECT_EQ(stored, d2h);
 }
 
+// instance.transfers: blocking: no step runs while a copy is in flight. B's admission demotes 6 of A's
+// blocks (one moves at once, five queue behind it); B's first chunk waits for all six, where in the
+// background mode it runs at once beside them. C's admission loads A's 6 blocks from DRAM and demotes 7
+// of B's (one, then six): its prefill waits for the longer of the two, the stores.
+TEST(Simulation, BlockingTransfersHoldTheStepUntilEveryCopyLands) {
+  std::string trace = temp_file("kvtier_sim_blocking.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
+                                                                 mooncake_line(100000, 20 * 512, 100, 20) +
+                                                                 mooncake_line(200000, 17 * 512, 1, 16, 17));
+  std::string yaml = one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB");
+  const std::string reserve = "activation_reserve: 61.92GB}";
+  yaml.replace(yaml.find(reserve), reserve.size(), "activation_reserve: 61.92GB, transfers: blocking}");
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_blocking").string();
+  nlohmann::json summary = run(scenario_from(yaml), false, out);
+  ASSERT_EQ(summary["requests_completed"], 3);
+  const double block = 512.0 * 131072;
+  const double stores = (2.8e-6 + block / 55e9) + (2.8e-6 + 5 * block / 55e9);
+  const std::vector<double> ttft = csv_column(out + "/requests.csv", "ttft_s");
+  EXPECT_NEAR(ttft[1], stores + prefill_by_hand(0, 8192) + prefill_by_hand(8192, 2048), 1e-6);
+  const double c_stores = (2.8e-6 + block / 55e9) + (2.8e-6 + 6 * block / 55e9);
+  EXPECT_NEAR(ttft[2], c_stores + prefill_by_hand(8192, 512), 1e-6);
+}
+
 TEST(Simulation, BreakevenPolicyRecomputesWhatTheDiskWouldLoadSlower) {
   // The same three requests on the H200, whose only lower tier is its 1.1 GB/s disk. 139.8 GiB − 132.03 GB
   // − 16.06 GB of weights leaves 2.02 GB for KV: 30 blocks.

@@ -11,6 +11,7 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
                                  std::vector<RequestRecord>& records)
     : tier_media_(std::move(config.tier_media)),
       tier_names_(std::move(config.tier_names)),
+      blocking_transfers_(config.blocking_transfers),
       platform_(platform),
       stores_(platform, transfers_),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
@@ -20,6 +21,7 @@ void ServingInstance::run() {
     stores_.pump();
     const Decision& decision = scheduler_.decide();
     if (decision.kind == Decision::Kind::kStep) {
+      if (blocking_transfers_) settle_transfers();
       sg4::this_actor::sleep_for(decision.step.seconds);
       scheduler_.finish_step();
     } else if (decision.kind == Decision::Kind::kWait && !wait_for_work(decision)) {
@@ -45,6 +47,24 @@ bool ServingInstance::wait_for_work(const Decision& decision) {
   double timeout = next ? std::max(0.0, *next - sg4::Engine::get_clock()) : -1;
   sg4::Comm::wait_any_for(pending, timeout);
   return true;
+}
+
+// Blocking transfers: every copy started so far lands before the step runs, stores queued behind a batch
+// in flight included, as when a connector loads and saves KV on the serving thread.
+void ServingInstance::settle_transfers() {
+  while (true) {
+    stores_.pump();
+    std::vector<sg4::CommPtr> pending = stores_.in_flight();
+    for (const auto& [handle, load] : loads_) {
+      for (const LoadPart& part : load.parts) {
+        for (const sg4::CommPtr& c : part.comms) {
+          if (!c->test()) pending.push_back(c);
+        }
+      }
+    }
+    if (pending.empty()) return;
+    sg4::Comm::wait_all(pending);
+  }
 }
 
 double ServingInstance::now() const {

@@ -28,6 +28,7 @@ namespace kvtier {
 struct InstanceConfig : SchedulerConfig {
   std::vector<Medium> tier_media;        // where each cache tier lives
   std::vector<std::string> tier_names;  // the cache's names of the tiers, for transfers.csv
+  bool blocking_transfers = false;       // instance.transfers: blocking
 };
 
 // What the sampler reads while the instance runs.
@@ -55,6 +56,7 @@ class ServingInstance : private ServingBackend {
   void cancel_load(LoadHandle load) override;
   void start_store(int from_tier, int to_tier, double bytes) override;
   bool wait_for_work(const Decision& decision);
+  void settle_transfers();
 
   // The part of a load that one lower tier sends.
   struct LoadPart {
@@ -69,6 +71,7 @@ class ServingInstance : private ServingBackend {
 
   std::vector<Medium> tier_media_;
   std::vector<std::string> tier_names_;
+  bool blocking_transfers_;
   Platform& platform_;
   InstanceState state_;
   std::vector<TransferRecord> transfers_;
