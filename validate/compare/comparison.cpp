@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <unordered_map>
 
 #include "sim/core/config.h"
 #include "validate/compare/stats.h"
@@ -47,35 +46,50 @@ std::optional<Percentiles> percentiles_of(std::vector<double> values) {
                      percentile_of_sorted(values, 0.99)};
 }
 
-// The measured run's requests by id, each found exactly once: the predicted run must hold the same ids.
-std::vector<const RequestTimes*> match_requests(const VariantRun& predicted, const VariantRun& measured) {
-  std::unordered_map<uint64_t, const RequestTimes*> by_id;
-  by_id.reserve(measured.requests.size());
-  for (const RequestTimes& r : measured.requests) by_id.emplace(r.id, &r);
-  std::vector<const RequestTimes*> matched;
+using RequestPair = std::pair<const RequestTimes*, const RequestTimes*>;  // predicted, measured
+
+// What pairs a request across the two runs. Open-loop runs issue the same requests, so the id does; in a
+// closed loop ids follow the order of arrival, which the runs' timings decide, and a request is turn
+// `turn` of session `session`.
+std::pair<int64_t, int64_t> pairing_key(const RequestTimes& r) {
+  return r.session >= 0 ? std::pair<int64_t, int64_t>{r.session, r.turn}
+                        : std::pair<int64_t, int64_t>{-1, static_cast<int64_t>(r.id)};
+}
+
+std::string describe(const RequestTimes& r) {
+  return r.session >= 0 ? "session " + std::to_string(r.session) + " turn " + std::to_string(r.turn)
+                        : "request " + std::to_string(r.id);
+}
+
+// Each predicted request with its measured twin. Open-loop runs must hold the same requests; closed-loop
+// runs may differ at the end of the window, where one run issued a turn the other had no time for: those
+// stay unpaired (the requests-completed check covers them).
+std::vector<RequestPair> match_requests(const VariantRun& predicted, const VariantRun& measured) {
+  std::map<std::pair<int64_t, int64_t>, const RequestTimes*> by_key;
+  for (const RequestTimes& r : measured.requests) by_key.emplace(pairing_key(r), &r);
+  std::vector<RequestPair> matched;
   matched.reserve(predicted.requests.size());
   for (const RequestTimes& p : predicted.requests) {
-    auto found = by_id.find(p.id);
-    if (found == by_id.end()) {
+    auto found = by_key.find(pairing_key(p));
+    if (found == by_key.end()) {
+      if (p.session >= 0) continue;
       throw ConfigError(measured.requests_file + ": no request " + std::to_string(p.id) + ", which " +
                         predicted.requests_file + ":" + std::to_string(p.line) +
                         " has; both runs must replay the same trace");
     }
     const RequestTimes& m = *found->second;
     if (m.input_tokens != p.input_tokens || m.output_tokens != p.output_tokens) {
-      throw ConfigError(measured.requests_file + ":" + std::to_string(m.line) + ": request " +
-                        std::to_string(p.id) + " has " + std::to_string(m.input_tokens) + " input and " +
-                        std::to_string(m.output_tokens) + " output tokens, " + predicted.requests_file + ":" +
-                        std::to_string(p.line) + " has " + std::to_string(p.input_tokens) + " and " +
-                        std::to_string(p.output_tokens) + "; both runs must replay the same trace");
+      throw ConfigError(measured.requests_file + ":" + std::to_string(m.line) + ": " + describe(m) + " has " +
+                        std::to_string(m.input_tokens) + " input and " + std::to_string(m.output_tokens) +
+                        " output tokens, " + predicted.requests_file + ":" + std::to_string(p.line) + " has " +
+                        std::to_string(p.input_tokens) + " and " + std::to_string(p.output_tokens) +
+                        "; both runs must replay the same trace");
     }
-    matched.push_back(&m);
-    by_id.erase(found);
+    matched.push_back({&p, &m});
+    by_key.erase(found);
   }
-  if (!by_id.empty()) {
-    const RequestTimes* extra = std::min_element(by_id.begin(), by_id.end(), [](auto& a, auto& b) {
-                                  return a.second->line < b.second->line;
-                                })->second;
+  for (const auto& [key, extra] : by_key) {
+    if (extra->session >= 0) continue;
     throw ConfigError(measured.requests_file + ":" + std::to_string(extra->line) + ": request " +
                       std::to_string(extra->id) + " is not in " + predicted.requests_file +
                       "; both runs must replay the same trace");
@@ -294,13 +308,13 @@ Check transfer_bytes_check(const VariantComparison& v, const VariantRun& predict
 VariantComparison compare_variant(const VariantRun& predicted, const VariantRun& measured, const Targets& t) {
   VariantComparison v;
   v.name = predicted.name;
-  std::vector<const RequestTimes*> matched = match_requests(predicted, measured);
+  const std::vector<RequestPair> matched = match_requests(predicted, measured);
   v.requests.reserve(matched.size());
-  for (size_t i = 0; i < matched.size(); ++i) {
-    RequestComparison r{predicted.requests[i].id, {}, {}};
+  for (const auto& [p, measured_request] : matched) {
+    RequestComparison r{p->id, {}, {}};
     for (int m = 0; m < kMetricCount; ++m) {
-      r.predicted[m] = metric_of(predicted.requests[i], static_cast<Metric>(m));
-      r.measured[m] = metric_of(*matched[i], static_cast<Metric>(m));
+      r.predicted[m] = metric_of(*p, static_cast<Metric>(m));
+      r.measured[m] = metric_of(*measured_request, static_cast<Metric>(m));
     }
     v.requests.push_back(r);
   }

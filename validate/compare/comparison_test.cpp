@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <sstream>
 
 #include "validate/compare/compare_test_support.h"
@@ -61,6 +62,22 @@ TEST(Comparison, PerRequestTtftErrorsByHand) {
   EXPECT_EQ(r5.id, 5u);
   EXPECT_NEAR(*r5.predicted[kTtft], 2.08, kTight);
   EXPECT_NEAR(*r5.measured[kTtft], 2.0, kTight);
+}
+
+// In a closed loop ids follow the order of arrival, which the runs' timings decide: requests pair by
+// session and turn, and a turn only one run had time for stays unpaired (the fixture's +2 %, -2 %, +3 %,
+// -2 %, +1 %, +4 % errors stay, median |.| 2 %).
+TEST(Comparison, ClosedLoopRequestsPairBySessionAndTurn) {
+  const std::filesystem::path dir = copy_fixture("hw-pass", "closed-loop");
+  const std::filesystem::path csv = dir / "run" / "requests.csv";
+  ASSERT_TRUE(edit_file(csv, "\n2,1,0,2,", "\n3,1,0,2,"));
+  ASSERT_TRUE(edit_file(csv, "\n3,1,1,3,", "\n2,1,1,3,"));
+  std::ofstream(csv, std::ios::app) << "6,2,2,8,0,0,8.1,8.5,8.6,0.5,7000,2,0,0,7000,0\n";
+  Comparison c = compare_runs(read_run_folder(kFixtures / "sim"), read_run_folder(dir), Targets{});
+  const MetricComparison& ttft = c.variants.at(0).metrics[kTtft];
+  EXPECT_EQ(ttft.paired, 6u);
+  EXPECT_NEAR(*ttft.median_abs_error, 0.02, kTight);
+  EXPECT_NEAR(*c.variants.at(0).requests.at(2).measured[kTtft], 0.4, kTight);
 }
 
 // TPOT is defined for output > 1 (request 1 has one output token). Measured 0.02 0.05 0.1 0.03 0.2,
@@ -220,14 +237,15 @@ TEST(Comparison, PathOnOneSideOnlyMisses) {
   EXPECT_NE(t.detail.find("dram->nvme"), std::string::npos) << t.detail;
 }
 
-TEST(Comparison, DifferentRequestIdsCannotBeCompared) {
+// Open-loop requests (no session) pair by id, and both runs must hold the same ones.
+TEST(Comparison, AnOpenLoopRequestOnlyOneRunHasCannotBeCompared) {
   std::filesystem::path hw = copy_fixture("hw-pass", "ids");
-  ASSERT_TRUE(edit_file(hw / "run/requests.csv", "\n4,2,0,", "\n7,2,0,"));
+  ASSERT_TRUE(edit_file(hw / "run/requests.csv", "\n4,2,0,", "\n7,-1,0,"));
   try {
     compare_runs(read_run_folder(kFixtures / "sim"), read_run_folder(hw), Targets{});
     FAIL() << "expected a ConfigError";
   } catch (const ConfigError& e) {
-    EXPECT_NE(std::string(e.what()).find((hw / "run/requests.csv").string() + ": no request 4"),
+    EXPECT_NE(std::string(e.what()).find((hw / "run/requests.csv").string() + ":6: request 7 is not in"),
               std::string::npos)
         << e.what();
   }

@@ -79,6 +79,7 @@ void read_requests_csv(const std::filesystem::path& path, VariantRun& v) {
   size_t id = table.column("id"), arrival = table.column("arrival_s"), first = table.column("first_token_s");
   size_t completion = table.column("completion_s"), ttft = table.column("ttft_s");
   size_t input = table.column("input_tokens"), output = table.column("output_tokens");
+  const std::optional<size_t> session = table.find_column("session"), turn = table.find_column("turn");
   std::vector<size_t> hit_columns;
   for (size_t c = 0; c < table.header().size(); ++c) {
     if (!table.header()[c].starts_with(kHitPrefix)) continue;
@@ -102,6 +103,8 @@ void read_requests_csv(const std::filesystem::path& path, VariantRun& v) {
                    table.number(r, ttft),
                    table.integer(r, input),
                    table.integer(r, output),
+                   session ? table.integer(r, *session) : -1,
+                   turn ? table.integer(r, *turn) : 0,
                    table.line(r)};
     if (t.started() && t.ttft_s < 0) table.fail(r, ttft, "negative for a request that has a first token");
     if (t.output_tokens < 0) table.fail(r, output, "expected a non-negative token count");

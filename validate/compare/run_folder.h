@@ -25,6 +25,8 @@ struct RequestTimes {
   double ttft_s = -1;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  int64_t session = -1;  // closed-loop runs: the request is turn `turn` of this session
+  int64_t turn = 0;
   size_t line = 0;  // line in requests.csv, for messages
 
   bool started() const { return first_token_s >= 0; }
@@ -78,7 +80,7 @@ RunSpec read_run_spec(const std::filesystem::path& dir);
 RunFolder read_run_folder(const std::filesystem::path& dir);
 
 // One variant's requests.csv alone (the columns read: id, arrival_s, first_token_s, completion_s, ttft_s,
-// input_tokens, output_tokens, hit_tokens_<tier>...).
+// input_tokens, output_tokens, hit_tokens_<tier>..., and session and turn where the file has them).
 void read_requests_csv(const std::filesystem::path& path, VariantRun& variant);
 
 }  // namespace kvtier::validation
