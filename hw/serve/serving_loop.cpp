@@ -51,6 +51,12 @@ void check_servable(const Scenario& s) {
                                    "layout, " + s.tiers[0].layout.name);
   }
   if (s.gpus != 1) s.config->child("instance").child("gpus").fail("kvtier-hw serve runs one GPU");
+  if (s.tiers.size() > 1 && !s.blocking_transfers) {
+    const ConfigNode& root = *s.config;
+    (root.has("instance") ? root.child("instance") : root)
+        .fail("kvtier-hw serve copies KV on the serving thread, so the simulation it is compared with must too: "
+              "set instance.transfers: blocking");
+  }
   if (s.tiers[0].layout.groups.size() != 1 || s.tiers[0].layout.name != "bf16")
     elements[0].child("kv").fail("kvtier-hw serve's forward pass reads bf16 KV; got " + s.tiers[0].layout.name);
 }

@@ -6,19 +6,32 @@
 namespace kvtier::hw {
 namespace {
 
-// Bytes moved between tiers (promotions, demotions, write-throughs), by (from, to), in the link's layout.
-std::vector<double> moved_bytes(const TieredCache& cache) {
+// What the cache has moved between tiers so far, per (from, to): promotions (loads) and stores
+// (demotions and write-throughs), in bytes as the link carries them and in blocks.
+struct Moved {
+  double bytes = 0;
+  int64_t blocks = 0;
+};
+struct MovedTotals {
+  std::vector<Moved> loads, stores;  // [from * tiers + to]
+};
+
+MovedTotals moved(const TieredCache& cache) {
   const int tiers = cache.tier_count();
-  std::vector<double> bytes(static_cast<size_t>(tiers * tiers), 0);
+  MovedTotals totals{std::vector<Moved>(static_cast<size_t>(tiers * tiers)),
+                     std::vector<Moved>(static_cast<size_t>(tiers * tiers))};
   for (CacheEventKind kind : {CacheEventKind::kPromote, CacheEventKind::kDemote, CacheEventKind::kWriteThrough}) {
+    std::vector<Moved>& out = kind == CacheEventKind::kPromote ? totals.loads : totals.stores;
     for (int from = 0; from < tiers; ++from) {
       for (int to = 0; to < tiers; ++to) {
         const TrafficTotals::Flow& f = cache.traffic().flow(kind, from, to);
-        bytes[static_cast<size_t>(from * tiers + to)] += static_cast<double>(from == 0 ? f.to_bytes : f.from_bytes);
+        Moved& m = out[static_cast<size_t>(from * tiers + to)];
+        m.bytes += static_cast<double>(from == 0 ? f.to_bytes : f.from_bytes);
+        m.blocks += f.blocks;
       }
     }
   }
-  return bytes;
+  return totals;
 }
 
 }  // namespace
@@ -33,25 +46,31 @@ LoadHandle StoreBackend::start_load(std::span<const double>) {
   return next_load_++;
 }
 
+// Rows as the simulator logs them: a load is one row per tier it reads, each stored block a row of its own;
+// every row spans the call, whose copies ran as one batch.
 template <typename Call>
 void StoreBackend::logged(Call&& call) {
-  const std::vector<double> before = moved_bytes(store_.cache());
+  const MovedTotals before = moved(store_.cache());
   const double start = now();
   call();
   const double end = now();
-  const std::vector<double> after = moved_bytes(store_.cache());
-  const int tiers = store_.cache().tier_count();
-  bool moved = false;
+  const MovedTotals after = moved(store_.cache());
+  const TieredCache& cache = store_.cache();
+  const int tiers = cache.tier_count();
+  bool any = false;
   for (int from = 0; from < tiers; ++from) {
     for (int to = 0; to < tiers; ++to) {
-      const size_t i = static_cast<size_t>(from * tiers + to);
-      if (after[i] == before[i]) continue;
-      moved = true;
-      transfers_.push_back({transfer_path(store_.cache().tier(from).name, store_.cache().tier(to).name),
-                            after[i] - before[i], start, end});
+      const auto i = static_cast<size_t>(from * tiers + to);
+      const std::string path = transfer_path(cache.tier(from).name, cache.tier(to).name);
+      const double load_bytes = after.loads[i].bytes - before.loads[i].bytes;
+      if (load_bytes > 0) transfers_.push_back({path, load_bytes, start, end});
+      const int64_t stored = after.stores[i].blocks - before.stores[i].blocks;
+      const double block_bytes = stored > 0 ? (after.stores[i].bytes - before.stores[i].bytes) / static_cast<double>(stored) : 0;
+      for (int64_t b = 0; b < stored; ++b) transfers_.push_back({path, block_bytes, start, end});
+      any = any || load_bytes > 0 || stored > 0;
     }
   }
-  if (moved) transfer_seconds_ += end - start;
+  if (any) transfer_seconds_ += end - start;
 }
 
 void StoreBackend::cache_admitted(uint64_t request_id, std::span<const uint64_t> block_ids,

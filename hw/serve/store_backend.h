@@ -7,8 +7,9 @@
 // load has landed by the time the scheduler starts waiting for it, and the engine does no compute while
 // the store copies (as an engine whose connector loads a request's KV before the step that needs it).
 //
-// Every cache call's copies become rows of transfers.csv: per pair of tiers the call moved bytes between,
-// one row of those bytes over the call's wall time.
+// Every cache call's copies become rows of transfers.csv as the simulator writes them: a load one row per
+// tier it reads, each stored block a row of its own, every row spanning the call's wall time (its copies
+// ran as one batch).
 #pragma once
 
 #include <chrono>
@@ -52,7 +53,7 @@ class StoreBackend : public ServingBackend {
   double transfer_seconds() const { return transfer_seconds_; }
 
  private:
-  // Runs a store call, then logs what it moved per pair of tiers over its wall time.
+  // Runs a store call, then logs what it moved.
   template <typename Call>
   void logged(Call&& call);
 

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The GPU half of kvtier's validation set: calibrate from microbenchmarks, then serve each validation
+# scenario for real. Run from the repository root on the H200 machine:
+#   validate/run-h200.sh OUTDIR [SCENARIO...]      (default: every validate/scenarios/h200-*.yaml)
+# KVTIER_HW names the kvtier-hw binary (default: build-gpu/hw/tools/kvtier-hw, built here if missing).
+# The calibration never sees a serving run: it times copies, the disk and isolated forward-pass steps.
+# The CPU half, validate/compare-h200.sh, simulates each scenario with that calibration and compares.
+set -u -o pipefail
+out=${1:?usage: validate/run-h200.sh OUTDIR [SCENARIO...]}
+shift
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+hw=${KVTIER_HW:-build-gpu/hw/tools/kvtier-hw}
+if [ ! -x "$hw" ]; then
+  cmake -B build-gpu -DKVTIER_SIM=OFF -DKVTIER_GPU=cuda -DKVTIER_TESTS=OFF -DKVTIER_BENCHMARKS=OFF \
+    -DCMAKE_BUILD_TYPE=Release && cmake --build build-gpu -j"$(nproc)" --target kvtier-hw || exit 1
+fi
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv | tee "$out/device.txt"
+if [ ! -f "$out/calibration.json" ]; then
+  "$hw" calibrate --steps --step-model llama-3.1-8b --dir "$PWD" --out "$out/calibration.json" \
+    > "$out/calibration.log" 2>&1 || { cat "$out/calibration.log"; exit 1; }
+fi
+status=0
+for scenario in "${scenarios[@]}"; do
+  name=$(basename "$scenario" .yaml)
+  name=${name#h200-}
+  "$hw" serve "$scenario" --nvme-dir "$PWD" --out "$out/$name" --force 2>&1 | tee "$out/$name.log" || status=1
+done
+exit $status
