@@ -91,6 +91,7 @@ StepTerms CostModel::step_terms(const StepWork& work) const {
                   .weight_bytes = weight_bytes_touched(tokens),
                   .decode_kv_bytes = kv_bytes_per_token_ * static_cast<double>(work.decode_context)};
   for (const StepWork::Chunk& chunk : work.prefills) {
+    if (chunk.new_tokens <= 0) continue;
     const double flops = attention_flops(chunk.cached_tokens, chunk.new_tokens);
     terms.attention_flops += flops;
     terms.attention_flops_per_key += flops / static_cast<double>(chunk.cached_tokens + chunk.new_tokens);

@@ -125,6 +125,11 @@ TEST(CostModel, ServingTermsPriceAPrefillByHand) {
   double pairs = 4096.0 * 4096 + 4096.0 * 4097 / 2;
   double attention = pairs * 2 * 32 * 256 * 32 / (0.4 * 989e12 * 8192 / 9192);
   EXPECT_NEAR(cost.prefill_seconds(4096, 4096), 1e-3 + linear + attention, 1e-12);
+  StepWork with_empty_chunk;
+  with_empty_chunk.add_prefill(0, 0);
+  with_empty_chunk.add_prefill(4096, 4096);
+  EXPECT_NEAR(cost.step_seconds(with_empty_chunk), 1e-3 + linear + attention, 1e-12)
+      << "an empty chunk adds nothing";
 }
 
 TEST(CostModel, ServingTermsPriceADecodeBatchByHand) {
