@@ -7,7 +7,7 @@
 // bytes as a real batch would (shared pages would hit in L2). The pool takes what HBM holds after the
 // weights and 8 GiB for activations, at most 640K tokens; steps needing more are left out. Each step is
 // timed by device events (event_timer.h): a warm-up, then the median of 5 runs (3 for steps of 8K new
-// tokens or more). For Llama-3.1-8B on an H200 the cost model puts a pass at about 8 s: under a minute in all.
+// tokens or more). For Llama-3.1-8B on an H200 the cost model puts a pass at about 8 s: a minute in all.
 #pragma once
 
 #include <vector>
