@@ -39,13 +39,6 @@ class StoreFiles : public ::testing::Test {
   fs::path dir_;
 };
 
-// The path under test, or a skip saying why io_uring cannot run here.
-void require_path(IoPath path) {
-  if (path == IoPath::kAuto) {
-    if (const auto why = io_uring_unavailable_reason()) GTEST_SKIP() << "io_uring unavailable: " << *why;
-  }
-}
-
 const char* expected_path_name(IoPath path) {
   return path == IoPath::kAuto ? "io_uring" : "threads";
 }
@@ -91,15 +84,20 @@ std::string get_error(NvmeStore& store, BlockKey key) {
   return "";
 }
 
+// Each test on both paths; the io_uring one is skipped, with the kernel's reason, where it cannot run.
 class NvmeStorePaths : public StoreFiles, public ::testing::WithParamInterface<IoPath> {
  protected:
+  void SetUp() override {
+    StoreFiles::SetUp();
+    if (GetParam() != IoPath::kAuto) return;
+    if (const auto why = io_uring_unavailable_reason()) GTEST_SKIP() << "io_uring unavailable: " << *why;
+  }
   NvmeStoreOptions options(uint64_t capacity) const {
     return {.block_bytes = kBlock, .capacity_blocks = capacity, .queue_depth = 4, .io_path = GetParam()};
   }
 };
 
 TEST_P(NvmeStorePaths, StripesBlocksRoundRobinAfterEachFilesHeaderAndReadsThemBack) {
-  require_path(GetParam());
   const auto paths = files(3);
   auto store = NvmeStore::create_striped(paths, options(30));
   EXPECT_STREQ(store->io_path(), expected_path_name(GetParam()));
@@ -121,7 +119,6 @@ TEST_P(NvmeStorePaths, StripesBlocksRoundRobinAfterEachFilesHeaderAndReadsThemBa
 }
 
 TEST_P(NvmeStorePaths, AFlippedBitInOneDriveIsNamedWithItsFileAndTheOtherKeysStillRead) {
-  require_path(GetParam());
   const auto paths = files(2);
   auto store = NvmeStore::create_striped(paths, options(8));
   const Blocks blocks(4, 2);
@@ -141,7 +138,6 @@ TEST_P(NvmeStorePaths, AFlippedBitInOneDriveIsNamedWithItsFileAndTheOtherKeysSti
 }
 
 TEST_P(NvmeStorePaths, ATornWriteIsFound) {
-  require_path(GetParam());
   const auto paths = files(1);
   auto store = NvmeStore::create_striped(paths, options(4));
   const Blocks blocks(2, 3);
@@ -154,7 +150,6 @@ TEST_P(NvmeStorePaths, ATornWriteIsFound) {
 }
 
 TEST_P(NvmeStorePaths, AWrongFileIsFoundForEveryKeyItHolds) {
-  require_path(GetParam());
   const auto paths = files(2);
   auto store = NvmeStore::create_striped(paths, options(8));
   const Blocks blocks(6, 5);
@@ -168,7 +163,6 @@ TEST_P(NvmeStorePaths, AWrongFileIsFoundForEveryKeyItHolds) {
 }
 
 TEST_P(NvmeStorePaths, WithoutChecksumsBytesRoundTripAndNothingIsVerified) {
-  require_path(GetParam());
   const auto paths = files(1);
   NvmeStoreOptions unchecked = options(4);
   unchecked.checksum = ChecksumKind::kNone;
@@ -204,7 +198,7 @@ class ReadOnlyDescriptorFile : public BlockFile {
 };
 
 TEST_F(StoreFiles, AWriteFailingInIoUringIsNamedAndLeavesEveryKeyAsItWas) {
-  require_path(IoPath::kAuto);
+  if (const auto why = io_uring_unavailable_reason()) GTEST_SKIP() << "io_uring unavailable: " << *why;
   const NvmeStoreOptions options{.block_bytes = kBlock, .capacity_blocks = 8, .queue_depth = 4};
   const auto path = files(1)[0];
   NvmeStore store(std::make_unique<ReadOnlyDescriptorFile>(path, NvmeStore::file_bytes(options)), options);
