@@ -161,11 +161,11 @@ double generated_trace_bytes(const Scenario& s, int64_t requests) {
          static_cast<double>(requests);
 }
 
+// A step of one decode token with no context: the cheapest the cost model prices.
 double shortest_step_s(const Scenario& s) {
-  HardwareConfig hardware = s.hardware;
-  hardware.gpu.count = s.gpus;
-  CostModel cost(s.model, hardware, static_cast<double>(s.tiers[0].layout.bytes_per_token()));
-  return cost.step_seconds(0, 0, 1);
+  StepWork one_token;
+  one_token.add_decodes(1, 0);
+  return instance_cost_model(s).step_seconds(one_token);
 }
 
 struct Budget {

@@ -135,6 +135,7 @@ Scenario parse_scenario(const ConfigNode& root) {
   s.model = parse_model_card(load_config(root.string("model"), "models"));
   const std::optional<Calibration> calibration = load_scenario_calibration(root, s);
   s.hardware = load_hardware_with(root, calibration);
+  if (calibration) s.step_costs = serving_step_costs(*calibration, s.model);
   parse_instance(root.optional_child("instance"), root, s);
   parse_cache(root, s);
   s.tier_conversions = tier_conversion_rates(s, calibration);
@@ -292,7 +293,7 @@ SchedulerConfig scheduler_config(const Scenario& s) {
 CostModel instance_cost_model(const Scenario& s) {
   HardwareConfig instance = s.hardware;
   instance.gpu.count = s.gpus;
-  return CostModel(s.model, instance, static_cast<double>(s.tiers[0].layout.bytes_per_token()));
+  return CostModel(s.model, instance, static_cast<double>(s.tiers[0].layout.bytes_per_token()), s.step_costs);
 }
 
 }  // namespace kvtier

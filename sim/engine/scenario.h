@@ -35,6 +35,7 @@ struct Scenario {
   ModelCard model;
   HardwareConfig hardware;
   std::string calibration;  // the calibration file overlaid on the hardware, if any
+  std::optional<StepCosts> step_costs;  // the calibration's serving terms, when fitted for this model
   int gpus = 1;
   int64_t max_batch_tokens = 8192;
   int64_t max_running = 256;

@@ -225,7 +225,7 @@ bool Scheduler::plan_step() {
   plan.prefills.clear();
   int64_t budget = config_.max_batch_tokens;
   int64_t decode_context = 0;
-  double flops = 0, kv_bytes = 0;
+  StepWork work;
   for (const auto& seq : running_) {
     if (!seq->decoding()) continue;
     plan.decodes.push_back({seq->request.id, seq->context()});
@@ -238,15 +238,12 @@ bool Scheduler::plan_step() {
     int64_t tokens = std::min(budget, s.request.input_tokens - s.prefilled);
     plan.prefills.push_back({s.request.id, s.prefilled, tokens, s.load});
     budget -= tokens;
-    flops += cost_.prefill_flops(s.prefilled, tokens);
-    kv_bytes += cost_.kv_bytes_per_token() * static_cast<double>(s.prefilled + tokens);
+    work.add_prefill(s.prefilled, tokens);
   }
   plan.tokens = config_.max_batch_tokens - budget;
   if (plan.tokens == 0) return false;
-  const auto decodes = static_cast<int64_t>(plan.decodes.size());
-  flops += cost_.decode_flops(decodes, decode_context);
-  kv_bytes += cost_.kv_bytes_per_token() * static_cast<double>(decode_context);
-  plan.compute_s = cost_.step_seconds(flops, kv_bytes, plan.tokens);
+  work.add_decodes(static_cast<int64_t>(plan.decodes.size()), decode_context);
+  plan.compute_s = cost_.step_seconds(work);
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;

@@ -24,7 +24,7 @@ RunFolder synthetic_run(const std::string& name, double skew, uint64_t seed) {
   for (size_t i = 0; i < kRequests; ++i) {
     double arrival = 0.03 * static_cast<double>(i);
     double first = arrival + ttft(random) * noise(random);
-    v.requests.push_back({i, arrival, first, first + 2.0 * noise(random), first - arrival, 4096, 200, i + 2});
+    v.requests.push_back({i, arrival, first, first + 2.0 * noise(random), first - arrival, 4096, 200, -1, 0, i + 2});
   }
   v.transfers.emplace();
   for (size_t i = 0; i < kRequests / 5; ++i) {
