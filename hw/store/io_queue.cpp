@@ -233,20 +233,33 @@ std::optional<std::string> io_uring_unavailable_reason() {
 
 #endif
 
+namespace {
+
+void say_once_why_not_io_uring(const std::string& reason) {
+  static std::once_flag said;
+  std::call_once(said, [&] {
+    std::fprintf(stderr, "kvtier: NVMe store uses worker threads, not io_uring: %s\n", reason.c_str());
+  });
+}
+
+}  // namespace
+
 IoQueue::IoQueue(IoPath path, int queue_depth, int io_threads) : queue_depth_(std::max(queue_depth, 1)) {
   if (path == IoPath::kThreads) return;
   if (const auto reason = io_uring_unavailable_reason()) {
-    static std::once_flag logged;
-    std::call_once(logged, [&] {
-      std::fprintf(stderr, "kvtier: NVMe store uses worker threads, not io_uring: %s\n", reason->c_str());
-    });
+    say_once_why_not_io_uring(*reason);
     return;
   }
 #if defined(KVTIER_HAVE_LIBURING)
   const int threads = std::clamp(io_threads, 1, queue_depth_);
   const auto entries = static_cast<unsigned>((queue_depth_ + threads - 1) / threads);
-  rings_ = std::make_unique<Rings>();
-  for (int t = 0; t < threads; ++t) rings_->rings.push_back(std::make_unique<Ring>(entries));
+  try {
+    rings_ = std::make_unique<Rings>();
+    for (int t = 0; t < threads; ++t) rings_->rings.push_back(std::make_unique<Ring>(entries));
+  } catch (const StoreError& error) {  // the kernel's limits on rings: this store goes without
+    rings_.reset();
+    say_once_why_not_io_uring(error.what());
+  }
 #else
   (void)io_threads;
 #endif
