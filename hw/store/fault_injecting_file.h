@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "hw/store/block_file.h"
 #include "hw/store/store_error.h"
@@ -23,6 +24,7 @@ class FaultInjectingFile : public BlockFile {
   FaultInjectingFile(std::unique_ptr<BlockFile> inner, std::shared_ptr<IoLog> log)
       : inner_(std::move(inner)), log_(std::move(log)) {}
   uint64_t size() const override { return inner_->size(); }
+  std::string name() const override { return inner_->name(); }
   void write_at(uint64_t offset, std::span<const iovec> buffers) override {
     if (log_->writes >= log_->writes_allowed) throw_io_error("injected write failure", ENOSPC);
     ++log_->writes;

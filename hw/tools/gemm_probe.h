@@ -3,11 +3,10 @@
 //
 // Prefill time is dominated by the projections every token goes through. For `tokens` rows, one layer
 // runs four GEMMs whose shapes come from the card: the fused QKV projection (hidden -> (q + 2 kv) heads
-// x head_dim), the output projection, the fused gate+up projection and the down projection. The model
-// cards do not list the MLP width, so it is inferred from the active parameters:
-// mlp_width = (active_params / layers - attention weights per layer) / (3 x hidden), rounded to a
-// multiple of 256 as checkpoints are; for Llama-3.1-8B that gives 16,896 against the published 14,336
-// (embeddings are counted in), for Llama-3.1-70B 29,696 against 28,672: close enough for GEMM shapes.
+// x head_dim), the output projection, the fused gate+up projection and the down projection. The MLP
+// width is the card's `intermediate_size`; for an MoE card, (experts_per_token + shared_experts) x
+// expert_intermediate_size, the same FLOPs per token as one MLP that wide. Embeddings and the LM head are
+// not timed.
 // Attention itself (softmax(QK^T)V) is not timed: prefill_mfu from these GEMMs is the linear layers'
 // efficiency, an upper bound for long prompts where attention's share grows.
 // Inputs are random bf16 (never zeros: zeros run faster), accumulation in fp32.

@@ -4,9 +4,10 @@
 //   offload (gather + device-to-host) and reload (host-to-device + scatter) of scattered pages of a
 //   two-group layout, per page size, against the pinned-copy peak of a 64 MiB copy in that direction;
 //   both at once (half the pages each way) against a bidirectional 64 MiB copy pair;
-//   the NVMe store's put and get of the offloaded pages against `dd` with O_DIRECT on the same disk;
-//   GPUDirect Storage (cuFile, HBM <-> file) against the same dd, where the platform has it.
-// Targets (issue 6): >= 90 % one way, >= 85 % both ways, >= 90 % of dd.
+//   the NVMe store's put and get of the offloaded pages against raw O_DIRECT on the store's own file, at
+//   its queue depth and I/O size (dd with O_DIRECT on the same disk shown beside it);
+//   GPUDirect Storage (cuFile, HBM <-> file) against dd, where the platform has it.
+// Targets: >= 90 % one way, >= 85 % both ways, >= 90 % of the raw O_DIRECT rate (GDS: of dd).
 #pragma once
 
 #include <cstdint>
@@ -41,7 +42,8 @@ struct BenchResult {
 };
 
 std::vector<BenchResult> run_offload_bench(const BenchOptions& options);
-// The NVMe store's put/get per page size, then GPUDirect Storage where available, against dd.
+// The NVMe store's put/get per page size against raw O_DIRECT on its own file (the raw rate against dd),
+// then GPUDirect Storage where available, against dd.
 std::vector<BenchResult> run_disk_bench(const BenchOptions& options);
 // cuFile writes and reads of 16 MiB between HBM and a file; prints why and returns nothing without GDS.
 std::vector<BenchResult> run_gds_bench(const BenchOptions& options, double dd_write_rate,
