@@ -110,6 +110,7 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   const StepFit fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps);
   calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
   calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
+  calibration.measurements["step_block_tokens"] = run.step_block_tokens;
 }
 
 }  // namespace

@@ -37,6 +37,7 @@ struct CalibrationRun {
   std::vector<KernelRate> kernels = {};
   ModelCard step_model = {};           // the card whose shapes the steps ran
   std::vector<StepSample> steps = {};  // timed forward-pass steps
+  int64_t step_block_tokens = 0;       // tokens per KV page they ran with
 };
 
 Calibration summarize_calibration(const CalibrationRun& run);

@@ -32,6 +32,7 @@ struct CalibrateArguments {
   bool skip_disk = false;
   bool steps = false;
   std::string step_model = "llama-3.1-8b";
+  int64_t step_block_tokens = 256;
   std::string out;
 };
 
@@ -74,7 +75,8 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   } catch (const std::invalid_argument& e) {
     throw ConfigError(std::string("--step-model: ") + e.what());
   }
-  calibration.steps = measure_steps(shape);
+  calibration.step_block_tokens = arguments.step_block_tokens;
+  calibration.steps = measure_steps(shape, static_cast<int>(arguments.step_block_tokens));
 }
 
 void print_steps(const nlohmann::json& json) {
@@ -153,6 +155,10 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag(
       "--steps", arguments->steps,
       "Time forward-pass steps (prefill, decode, mixed) and fit the cost model's serving step costs");
+  command->add_option("--step-block-tokens", arguments->step_block_tokens,
+                      "Tokens per KV page of the steps --steps times (the serving scenarios' cache.block_tokens)")
+      ->capture_default_str()
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
       ->capture_default_str();
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");

@@ -24,16 +24,15 @@ bool step_probe_available() {
 #if defined(KVTIER_HAVE_FORWARD)
 namespace {
 
-constexpr int kBlockTokens = 16;
 constexpr int64_t kMostKvTokens = int64_t{640} * 1024;
 constexpr double kActivationReserve = 8.0 * (1ull << 30);
 
-int64_t pages_for(int64_t tokens) {
-  return (tokens + kBlockTokens - 1) / kBlockTokens;
+int64_t pages_for(int64_t tokens, int block_tokens) {
+  return (tokens + block_tokens - 1) / block_tokens;
 }
 
 // KV tokens the pool can hold beside the weights and the activations.
-int64_t pool_tokens(const TransformerShape& shape) {
+int64_t pool_tokens(const TransformerShape& shape, int block_tokens) {
   size_t free_bytes = 0, total_bytes = 0;
   KVTIER_GPU_CHECK(gpuMemGetInfo(&free_bytes, &total_bytes));
   const double weights = 2.0 * (static_cast<double>(shape.linear_params_per_layer()) * shape.layers +
@@ -41,18 +40,18 @@ int64_t pool_tokens(const TransformerShape& shape) {
   const KvPageGeometry geometry{.layers_in_group = shape.layers,
                                 .kv_heads = shape.kv_heads,
                                 .head_dim = shape.head_dim,
-                                .block_tokens = kBlockTokens};
+                                .block_tokens = block_tokens};
   const double pages = (static_cast<double>(free_bytes) - weights - kActivationReserve) /
                        static_cast<double>(geometry.page_bytes());
-  return std::clamp<int64_t>(static_cast<int64_t>(pages) * kBlockTokens, 0, kMostKvTokens);
+  return std::clamp<int64_t>(static_cast<int64_t>(pages) * block_tokens, 0, kMostKvTokens);
 }
 
 // One step's sequences, each on its own run of pages from page 0 up.
-std::vector<HostSequence> step_sequences(const StepSample& step) {
+std::vector<HostSequence> step_sequences(const StepSample& step, int block_tokens) {
   std::vector<HostSequence> sequences;
   int next_page = 0;
   auto add = [&](int64_t fresh, int64_t context) {
-    const int pages = static_cast<int>(pages_for(context + fresh));
+    const int pages = static_cast<int>(pages_for(context + fresh, block_tokens));
     HostSequence s{static_cast<int>(fresh), static_cast<int>(context),
                    std::vector<int>(static_cast<size_t>(pages))};
     for (int& page : s.pages) page = next_page++;
@@ -64,8 +63,8 @@ std::vector<HostSequence> step_sequences(const StepSample& step) {
 }
 
 ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps,
-                             int64_t kv_tokens) {
-  ForwardConfig config{.shape = shape, .block_tokens = kBlockTokens, .kv_pages = kv_tokens / kBlockTokens};
+                             int64_t kv_tokens, int block_tokens) {
+  ForwardConfig config{.shape = shape, .block_tokens = block_tokens, .kv_pages = kv_tokens / block_tokens};
   for (const StepSample& s : steps) {
     config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
     config.max_sequences =
@@ -73,29 +72,30 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
     const int64_t longest = std::max(s.prefill_sequences > 0 ? s.cached_tokens + s.new_tokens : 0,
                                      s.decode_sequences > 0 ? s.decode_context + 1 : 0);
     config.max_pages_per_sequence =
-        std::max(config.max_pages_per_sequence, static_cast<int>(pages_for(longest)));
+        std::max(config.max_pages_per_sequence, static_cast<int>(pages_for(longest, block_tokens)));
   }
   return config;
 }
 
 }  // namespace
 
-std::vector<StepSample> measure_steps(const TransformerShape& shape) {
+std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens) {
   shape.validate();
-  const int64_t kv_tokens = pool_tokens(shape);
+  if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
+  const int64_t kv_tokens = pool_tokens(shape, block_tokens);
   std::vector<StepSample> steps = probe_steps(kv_tokens);
   std::erase_if(steps, [&](const StepSample& step) {  // whole pages per sequence may need a few more
-    return step_sequences(step).back().pages.back() >= kv_tokens / kBlockTokens;
+    return step_sequences(step, block_tokens).back().pages.back() >= kv_tokens / block_tokens;
   });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
   gpu::Stream stream;
-  TransformerForward forward(forward_config(shape, steps, kv_tokens), stream.get());
+  TransformerForward forward(forward_config(shape, steps, kv_tokens, block_tokens), stream.get());
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
   std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
   for (size_t i = 0; i < token_ids.size(); ++i)
     token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
   for (StepSample& step : steps) {
-    const std::vector<HostSequence> sequences = step_sequences(step);
+    const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
     step.seconds = median_seconds(
@@ -106,7 +106,7 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape) {
 
 #else
 
-std::vector<StepSample> measure_steps(const TransformerShape&) {
+std::vector<StepSample> measure_steps(const TransformerShape&, int) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

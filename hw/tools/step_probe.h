@@ -1,8 +1,9 @@
 // Times real forward-pass steps for the serving fit (step_fit.h): what `kvtier-hw calibrate --steps`
 // measures, so that the cost model prices the steps the serving loop runs rather than bare GEMMs.
 //
-// One TransformerForward of the model's shape (random bf16 weights, a random bf16 KV pool of 16-token
-// pages) runs each of probe_steps(): prefill chunks after cached contexts, decode batches, mixed steps and
+// One TransformerForward of the model's shape (random bf16 weights, a random bf16 KV pool of pages of
+// block_tokens tokens: the serving scenario's block size, since attention over 16-token pages runs ~15 %
+// slower than over 256-token ones) runs each of probe_steps(): prefill chunks after cached contexts, decode batches, mixed steps and
 // a near-empty step. Every sequence of a step has its own pages, so that decode reads as many distinct KV
 // bytes as a real batch would (shared pages would hit in L2). The pool takes what HBM holds after the
 // weights and 8 GiB for activations, at most 640K tokens; steps needing more are left out. Each step is
@@ -20,6 +21,6 @@ namespace kvtier::hw {
 // True when this build has the forward pass (a vendor BLAS).
 bool step_probe_available();
 // The probe's steps with their measured seconds. Throws std::runtime_error without a forward pass.
-std::vector<StepSample> measure_steps(const TransformerShape& shape);
+std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens);
 
 }  // namespace kvtier::hw

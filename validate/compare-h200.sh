@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The CPU half of kvtier's validation set: simulate each validation scenario with the calibration that
+# validate/run-h200.sh measured, compare with the served run, and keep the report beside it.
+# Run from the repository root after building kvtier:
+#   validate/compare-h200.sh DIR [SCENARIO...]      (DIR: the folder run-h200.sh wrote)
+# For each scenario NAME it writes DIR/NAME-sim (the simulation), DIR/NAME-validation.txt (the table),
+# DIR/NAME-validation.json and the plots DIR/NAME-plots/. Exit status 1 when any target is missed.
+set -u -o pipefail
+dir=${1:?usage: validate/compare-h200.sh DIR [SCENARIO...]}
+shift
+scenarios=("$@")
+[ ${#scenarios[@]} -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+kvtier=${KVTIER:-build/sim/cli/kvtier}
+status=0
+for scenario in "${scenarios[@]}"; do
+  name=$(basename "$scenario" .yaml)
+  name=${name#h200-}
+  args=(validate "$scenario" --hw "$dir/$name" --calibration "$dir/calibration.json")
+  "$kvtier" "${args[@]}" --sim-out "$dir/$name-sim" --force --plot-dir "$dir/$name-plots" \
+    > "$dir/$name-validation.txt" || status=1
+  "$kvtier" "${args[@]}" --format json > "$dir/$name-validation.json"
+  echo "$name: $(tail -1 "$dir/$name-validation.txt")"
+done
+exit $status
