@@ -10,8 +10,8 @@
 namespace kvtier::hw {
 namespace {
 
-// overhead, u_linear, u_attention, v_attention, u_kv (see step_fit.h)
-constexpr int kUnknowns = 5;
+// overhead, u_linear, u_attention, v_attention, u_kv, w_attention (see step_fit.h)
+constexpr int kUnknowns = 6;
 using Unknowns = std::array<double, kUnknowns>;
 
 struct Row {
@@ -72,7 +72,7 @@ double squared_error(const std::vector<Row>& rows, const Unknowns& x) {
   return sum;
 }
 
-// Non-negative least squares by trying every subset of free unknowns: exact, and cheap for five.
+// Non-negative least squares by trying every subset of free unknowns: exact, and cheap for six.
 Unknowns non_negative_least_squares(const std::vector<Row>& rows) {
   Unknowns best{};
   double best_error = squared_error(rows, best);
@@ -97,7 +97,7 @@ std::vector<Row> relative_rows(const std::vector<StepTerms>& terms, const std::v
     const double m = samples[i].seconds;
     Row r;
     r.a = {1 / m, compute_bound[i] ? t.linear_flops / m : 0, t.attention_flops / m,
-           t.attention_flops_per_key / m, t.decode_kv_bytes / m};
+           t.attention_flops_per_key / m, t.decode_kv_bytes / m, t.attention_flops_per_query / m};
     r.b = 1 - (compute_bound[i] ? 0 : t.weight_bytes / hbm_rate / m);
     rows.push_back(r);
   }
@@ -194,6 +194,7 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
                .linear_mfu = 1 / (base.peak_flops() * x[1]),
                .attention_mfu = 1 / (base.peak_flops() * x[2]),
                .attention_half_rate_keys = x[3] / x[2],
+               .attention_half_rate_queries = x[5] / x[2],
                .attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4])};
   const CostModel fitted(model, hardware, kv_bytes_per_token, fit.costs);
   for (const StepSample& s : samples) fit.predicted_seconds.push_back(fitted.step_seconds(s.work()));

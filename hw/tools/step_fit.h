@@ -4,13 +4,14 @@
 // cached contexts, decode batches, mixed steps and a near-empty step. Each step's time is, by the cost
 // model,
 //   overhead + max(linear FLOPs × u_linear, weight bytes / HBM rate) + attention FLOPs × u_attention
-//   + attention FLOPs per key × v_attention + decode KV bytes × u_kv
-// which is linear in the unknowns (overhead, u_linear, u_attention, v_attention, u_kv) once each step is
-// known to be compute- or memory-bound in its linear layers. The fit alternates: classify the steps by the
-// current u_linear, then solve non-negative least squares on the relative error (every subset of free
-// unknowns, at most 2^5 small solves), until the classification stops changing. The rates follow:
+//   + attention FLOPs per key × v_attention + attention FLOPs per query × w_attention + decode KV bytes × u_kv
+// which is linear in the unknowns (overhead, u_linear, u_attention, v_attention, u_kv, w_attention) once
+// each step is known to be compute- or memory-bound in its linear layers. The fit alternates: classify the
+// steps by the current u_linear, then solve non-negative least squares on the relative error (every subset
+// of free unknowns, at most 2^6 small solves), until the classification stops changing. The rates follow:
 // linear_mfu = 1 / (peak × u_linear), attention_mfu = 1 / (peak × u_attention), attention_half_rate_keys =
-// v_attention / u_attention, attention_bandwidth_efficiency = 1 / (HBM × u_kv). The weights' HBM rate is
+// v_attention / u_attention, attention_half_rate_queries = w_attention / u_attention,
+// attention_bandwidth_efficiency = 1 / (HBM × u_kv). The weights' HBM rate is
 // the hardware's memory_bandwidth_efficiency (calibrate measures it by a device copy), not fitted: decode
 // of a few sequences cannot tell it from the overhead. CPU-only, so CI tests it.
 #pragma once

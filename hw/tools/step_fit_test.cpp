@@ -21,6 +21,7 @@ const StepCosts kTruth = {.step_overhead_s = 0.3e-3,
                           .linear_mfu = 0.62,
                           .attention_mfu = 0.42,
                           .attention_half_rate_keys = 1100,
+                          .attention_half_rate_queries = 600,
                           .attention_bandwidth_efficiency = 0.8};
 
 // The probe's steps timed as if the GPU ran the cost model with kTruth, each off by up to `noise`.
@@ -57,6 +58,7 @@ TEST(StepFit, RecoversExactCostsFromExactTimes) {
   EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
   EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
   EXPECT_NEAR(fit.costs.attention_half_rate_keys / kTruth.attention_half_rate_keys, 1, 1e-6);
+  EXPECT_NEAR(fit.costs.attention_half_rate_queries / kTruth.attention_half_rate_queries, 1, 1e-6);
   EXPECT_NEAR(fit.costs.attention_bandwidth_efficiency / kTruth.attention_bandwidth_efficiency, 1, 1e-6);
 }
 
@@ -70,6 +72,7 @@ TEST(StepFit, RecoversKnownCostsThroughHalfAPercentOfNoise) {
   // The half-rate keys move a step's time least (attention is a small share of the short prefills where
   // they matter), so noise moves them most; the predicted times stay within the noise.
   EXPECT_NEAR(fit.costs.attention_half_rate_keys / kTruth.attention_half_rate_keys, 1, 0.3);
+  EXPECT_NEAR(fit.costs.attention_half_rate_queries / kTruth.attention_half_rate_queries, 1, 0.3);
   EXPECT_NEAR(fit.costs.attention_bandwidth_efficiency / kTruth.attention_bandwidth_efficiency, 1, 0.02);
   const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
   const std::vector<StepSample> steps = probe_steps(640 * 1024);

@@ -217,6 +217,7 @@ constexpr ServingKey kServingKeys[] = {
     {"linear_mfu", &StepCosts::linear_mfu, false},
     {"attention_mfu", &StepCosts::attention_mfu, false},
     {"attention_half_rate_keys", &StepCosts::attention_half_rate_keys, true},
+    {"attention_half_rate_queries", &StepCosts::attention_half_rate_queries, true},
     {"attention_bandwidth_efficiency", &StepCosts::attention_bandwidth_efficiency, false},
 };
 constexpr const char* kServingModel = "model";

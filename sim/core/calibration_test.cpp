@@ -316,6 +316,7 @@ Calibration with_serving() {
                                            .linear_mfu = 0.6123456789,
                                            .attention_mfu = 0.41,
                                            .attention_half_rate_keys = 1115.5,
+                                           .attention_half_rate_queries = 256.25,
                                            .attention_bandwidth_efficiency = 0.79}};
   return c;
 }
@@ -327,6 +328,7 @@ TEST(Calibration, ServingStepCostsRoundTripWithEveryDigit) {
                                              {"linear_mfu", 0.6123456789},
                                              {"attention_mfu", 0.41},
                                              {"attention_half_rate_keys", 1115.5},
+                                             {"attention_half_rate_queries", 256.25},
                                              {"attention_bandwidth_efficiency", 0.79}}));
   const Calibration back =
       parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
@@ -336,6 +338,7 @@ TEST(Calibration, ServingStepCostsRoundTripWithEveryDigit) {
   EXPECT_EQ(back.serving->costs.linear_mfu, 0.6123456789);
   EXPECT_EQ(back.serving->costs.attention_mfu, 0.41);
   EXPECT_EQ(back.serving->costs.attention_half_rate_keys, 1115.5);
+  EXPECT_EQ(back.serving->costs.attention_half_rate_queries, 256.25);
   EXPECT_EQ(back.serving->costs.attention_bandwidth_efficiency, 0.79);
   EXPECT_FALSE(nlohmann::json(Calibration{}).contains("serving")) << "no fit, no section";
 }

@@ -14,9 +14,10 @@ void require_step_costs(const StepCosts& c) {
   auto positive = [](double v) { return std::isfinite(v) && v > 0; };
   auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
   if (!(non_negative(c.step_overhead_s) && positive(c.linear_mfu) && positive(c.attention_mfu) &&
-        non_negative(c.attention_half_rate_keys) && positive(c.attention_bandwidth_efficiency))) {
+        non_negative(c.attention_half_rate_keys) && non_negative(c.attention_half_rate_queries) &&
+        positive(c.attention_bandwidth_efficiency))) {
     throw std::invalid_argument(
-        "step costs: rates must be positive and finite, the overhead and half-rate keys 0 or more");
+        "step costs: rates must be positive and finite, the overhead and half-rate points 0 or more");
   }
 }
 
@@ -95,6 +96,7 @@ StepTerms CostModel::step_terms(const StepWork& work) const {
     const double flops = attention_flops(chunk.cached_tokens, chunk.new_tokens);
     terms.attention_flops += flops;
     terms.attention_flops_per_key += flops / static_cast<double>(chunk.cached_tokens + chunk.new_tokens);
+    terms.attention_flops_per_query += flops / static_cast<double>(chunk.new_tokens);
   }
   return terms;
 }
@@ -104,7 +106,8 @@ double CostModel::serving_step_seconds(const StepWork& work) const {
   const StepTerms t = step_terms(work);
   const double linear =
       std::max(t.linear_flops / (peak_flops_ * c.linear_mfu), t.weight_bytes / achieved_hbm_bandwidth_);
-  const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys) /
+  const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys +
+                            t.attention_flops_per_query * c.attention_half_rate_queries) /
                            (peak_flops_ * c.attention_mfu);
   const double decode_attention = t.decode_kv_bytes / (hbm_bandwidth_ * c.attention_bandwidth_efficiency);
   return c.step_overhead_s + linear + attention + decode_attention;

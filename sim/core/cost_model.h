@@ -11,9 +11,10 @@
 // With StepCosts (the `serving` part of a calibration, fitted to timed forward-pass steps) a step is
 // priced term by term instead, as the forward pass spends it:
 //   overhead + max(linear FLOPs / linear rate, weight bytes / HBM rate)
-//            + Σ_chunks attention FLOPs / attention rate(keys)  +  decode KV bytes / attention bandwidth
-// where attention rate(keys) = peak × attention_mfu × keys / (keys + attention_half_rate_keys): the
-// kernel's throughput rises with the keys each query sees and levels off. docs/cost-model.md derives
+//            + Σ_chunks attention FLOPs / attention rate(keys, queries)  +  decode KV bytes / attention bandwidth
+// where attention rate(keys, queries) = peak × attention_mfu / (1 + attention_half_rate_keys / keys +
+// attention_half_rate_queries / queries): the kernel's throughput rises with the keys each query sees and
+// with the chunk's new tokens (a short chunk fills few blocks of the GPU), and levels off. docs/cost-model.md derives
 // each term.
 #pragma once
 
@@ -33,6 +34,7 @@ struct StepCosts {
   double linear_mfu = 0;                      // linear layers' FLOPs over peak
   double attention_mfu = 0;                   // prefill attention's rate over peak, at many keys
   double attention_half_rate_keys = 0;        // keys at which prefill attention runs at half that rate
+  double attention_half_rate_queries = 0;     // a chunk's new tokens at which it runs at half that rate
   double attention_bandwidth_efficiency = 0;  // decode attention's KV read rate over HBM bandwidth
 };
 
@@ -60,13 +62,15 @@ struct StepWork {
 // The quantities StepCosts' rates divide, for one step: step time under StepCosts is
 //   overhead + max(linear_flops / linear rate, weight_bytes / HBM rate)
 //   + attention_flops / attention rate + attention_flops_per_key × half_rate_keys / attention rate
+//   + attention_flops_per_query × half_rate_queries / attention rate
 //   + decode_kv_bytes / attention bandwidth
 // (the attention rate being that at many keys). The fit (hw/tools/step_fit.h) solves for the rates.
 struct StepTerms {
   double linear_flops = 0;
   double weight_bytes = 0;
   double attention_flops = 0;          // prefill chunks' attention
-  double attention_flops_per_key = 0;  // Σ chunk attention FLOPs / (cached + new) of the chunk
+  double attention_flops_per_key = 0;    // Σ chunk attention FLOPs / (cached + new) of the chunk
+  double attention_flops_per_query = 0;  // Σ chunk attention FLOPs / new tokens of the chunk
   double decode_kv_bytes = 0;
 };
 

@@ -130,6 +130,13 @@ TEST(CostModel, ServingTermsPriceAPrefillByHand) {
   with_empty_chunk.add_prefill(4096, 4096);
   EXPECT_NEAR(cost.step_seconds(with_empty_chunk), 1e-3 + linear + attention, 1e-12)
       << "an empty chunk adds nothing";
+  // A short chunk fills few blocks of the GPU: with half-rate queries of 2,048, the 4,096 new tokens run
+  // attention at 0.4 × 989 TFLOP/s / (1 + 1000 / 8192 + 2048 / 4096).
+  StepCosts by_queries = hand_step_costs();
+  by_queries.attention_half_rate_queries = 2048;
+  const CostModel queries(m, hardware("h200"), 131072, by_queries);
+  const double slower = pairs * 2 * 32 * 256 * 32 * (1 + 1000.0 / 8192 + 2048.0 / 4096) / (0.4 * 989e12);
+  EXPECT_NEAR(queries.prefill_seconds(4096, 4096), 1e-3 + linear + slower, 1e-12);
 }
 
 TEST(CostModel, ServingTermsPriceADecodeBatchByHand) {
