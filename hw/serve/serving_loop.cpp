@@ -51,11 +51,15 @@ void check_servable(const Scenario& s) {
                                    "layout, " + s.tiers[0].layout.name);
   }
   if (s.gpus != 1) s.config->child("instance").child("gpus").fail("kvtier-hw serve runs one GPU");
+  const ConfigNode& instance = s.config->has("instance") ? s.config->child("instance") : *s.config;
+  if (s.recompute_when_faster)
+    instance.child("load_policy").fail("kvtier-hw serve loads every hit; its breakeven policy is not built yet");
+  if (s.layerwise_overlap && s.tiers.size() > 1)
+    instance.child("layerwise_overlap")
+        .fail("kvtier-hw serve's loads land before the step; its layer-wise overlap is not built yet");
   if (s.tiers.size() > 1 && !s.blocking_transfers) {
-    const ConfigNode& root = *s.config;
-    (root.has("instance") ? root.child("instance") : root)
-        .fail("kvtier-hw serve copies KV on the serving thread, so the simulation it is compared with must too: "
-              "set instance.transfers: blocking");
+    instance.fail("kvtier-hw serve copies KV on the serving thread, so the simulation it is compared with must "
+                  "too: set instance.transfers: blocking");
   }
   if (s.tiers[0].layout.groups.size() != 1 || s.tiers[0].layout.name != "bf16")
     elements[0].child("kv").fail("kvtier-hw serve's forward pass reads bf16 KV; got " + s.tiers[0].layout.name);
