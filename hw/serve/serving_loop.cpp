@@ -39,6 +39,15 @@ class PagePrefix : public DevicePages {
 
 constexpr int64_t kSparePages = 64;  // beyond HBM's capacity, so that the store's copies batch
 constexpr int64_t kMaxDecodePages = 64;
+constexpr uint64_t kWarmupRequest = std::numeric_limits<uint64_t>::max();  // never a replayed request's id
+
+// The index of `path` in `paths`, appended when it is new.
+size_t path_index(std::vector<std::string>& paths, const std::string& path) {
+  auto at = std::find(paths.begin(), paths.end(), path);
+  if (at != paths.end()) return static_cast<size_t>(at - paths.begin());
+  paths.push_back(path);
+  return paths.size() - 1;
+}
 
 void check_servable(const Scenario& s) {
   const ConfigNode& tiers = s.config->child("cache").child("tiers");
@@ -114,14 +123,9 @@ class Sampler {
     t.running = state_.running;
     std::vector<double> busy(paths.size(), 0);
     for (; seen_ < transfers_.size() && transfers_[seen_].start_s < time; ++seen_) {
-      const TransferRecord& r = transfers_[seen_];
-      auto at = std::find(paths.begin(), paths.end(), r.path);
-      if (at == paths.end()) {
-        paths.push_back(r.path);
-        busy.push_back(0);
-        at = paths.end() - 1;
-      }
-      busy[static_cast<size_t>(at - paths.begin())] += r.seconds();
+      const size_t path = path_index(paths, transfers_[seen_].path);
+      busy.resize(paths.size(), 0);
+      busy[path] += transfers_[seen_].seconds();
     }
     for (double& b : busy) b = std::min(1.0, b / interval_);
     t.link_utilisation = busy;
@@ -145,7 +149,6 @@ class Sampler {
 
 // Forward passes that touch only decode pages, so that the first timed step pays no library setup.
 void warm_up(StepRunner& runner, int steps, int64_t max_batch_tokens) {
-  constexpr uint64_t kWarmupRequest = std::numeric_limits<uint64_t>::max();
   for (int i = 0; i < steps; ++i) {
     StepPlan plan;
     plan.prefills.push_back({kWarmupRequest, 0, std::min<int64_t>(512, max_batch_tokens), std::nullopt});
@@ -156,31 +159,89 @@ void warm_up(StepRunner& runner, int steps, int64_t max_batch_tokens) {
   runner.forget(kWarmupRequest);
 }
 
+ForwardConfig forward_config(const Scenario& s, const PageGroup& pool, int64_t pages) {
+  ForwardConfig c{.shape = shape_of(s),
+                  .block_tokens = static_cast<int>(s.block_tokens),
+                  .kv_pages = pages,
+                  .max_step_tokens = static_cast<int>(s.max_batch_tokens),
+                  .max_sequences = static_cast<int>(s.max_running),
+                  .max_pages_per_sequence = static_cast<int>(pages)};
+  c.external_kv_pool = reinterpret_cast<uint16_t*>(pool.pool);
+  c.external_kv_page_stride = pool.page_stride / 2;
+  return c;
+}
+
+// What serves on the GPU: one pool of KV pages (the store's first, decode's after them), the tiered store
+// repeating the scheduler's cache calls on its pages, and the forward pass over the same pages.
+class GpuEngine {
+ public:
+  GpuEngine(const Scenario& s, const ServeOptions& o)
+      : store_pages_(hbm_pages(s)),
+        decode_pages_(std::min<int64_t>(kMaxDecodePages, 2 * s.max_running)),
+        device_(layout_page_bytes(s.tiers[0].layout, s.block_tokens), store_pages_ + decode_pages_),
+        store_device_(device_, store_pages_),
+        store_(s.tiers, store_device_, open_nvme(s, o, device_.page_bytes())),
+        backend_(store_),
+        forward_(forward_config(s, device_.cache().groups()[0], store_pages_ + decode_pages_), stream_.get()),
+        runner_(forward_, stream_.get(), [this](uint64_t id) -> const std::vector<int64_t>& {
+          return id == kWarmupRequest ? no_pages_ : backend_.hbm_pages(id);
+        }, store_pages_, decode_pages_) {
+    backend_.on_release([this](uint64_t id) { runner_.forget(id); });
+  }
+
+  StoreBackend& backend() { return backend_; }
+  StepRunner& runner() { return runner_; }
+
+ private:
+  int64_t store_pages_, decode_pages_;
+  GpuDevicePages device_;
+  PagePrefix store_device_;
+  TieredStore store_;
+  StoreBackend backend_;
+  gpu::Stream stream_;
+  TransformerForward forward_;
+  const std::vector<int64_t> no_pages_;
+  StepRunner runner_;
+};
+
+// Runs the scheduler to the end on the wall clock; returns the seconds its forward passes took.
+double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler, std::vector<std::string>& paths) {
+  double compute_s = 0;
+  while (!scheduler.finished()) {
+    const Decision& d = scheduler.decide();
+    if (d.kind == Decision::Kind::kStep) {
+      compute_s += engine.runner().run(d.step);
+      scheduler.finish_step();
+    } else if (d.kind == Decision::Kind::kWait && d.awaited_loads.empty()) {
+      // Loads land before the scheduler waits for them (store_backend.h): only an arrival is worth a wait.
+      if (!d.next_arrival_s) throw std::logic_error("kvtier-hw serve: nothing runs and nothing will arrive");
+      const double wait = *d.next_arrival_s - engine.backend().now();
+      if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
+    scheduler.end_iteration();
+    sampler.at(engine.backend().now(), paths);
+  }
+  return compute_s;
+}
+
+// The summary in the simulator's keys, the bytes of each transfer path as its links.
+nlohmann::json summarise_run(const Scenario& s, ServeRun& run, double window_s) {
+  std::vector<double> link_bytes(run.link_names.size(), 0);
+  for (const TransferRecord& r : run.transfers) {
+    const size_t path = path_index(run.link_names, r.path);
+    link_bytes.resize(run.link_names.size(), 0);
+    link_bytes[path] += r.bytes;
+  }
+  for (TimeSample& t : run.samples) t.link_utilisation.resize(run.link_names.size(), 0);
+  return summarise(run.records, run.tier_names, run.link_names, link_bytes, s.slo, window_s);
+}
+
 }  // namespace
 
 ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   check_servable(s);
-  const TransformerShape shape = shape_of(s);
-  const int64_t store_pages = hbm_pages(s);
-  const int64_t decode_pages = std::min<int64_t>(kMaxDecodePages, 2 * s.max_running);
-  GpuDevicePages device(layout_page_bytes(s.tiers[0].layout, s.block_tokens), store_pages + decode_pages);
-  PagePrefix store_device(device, store_pages);
-  TieredStore store(s.tiers, store_device, open_nvme(s, o, device.page_bytes()));
-  StoreBackend backend(store);
-
-  gpu::Stream stream;
-  const PageGroup& pool = device.cache().groups()[0];
-  ForwardConfig fc{.shape = shape, .block_tokens = static_cast<int>(s.block_tokens), .kv_pages = store_pages + decode_pages,
-                   .max_step_tokens = static_cast<int>(s.max_batch_tokens), .max_sequences = static_cast<int>(s.max_running),
-                   .max_pages_per_sequence = static_cast<int>(store_pages + decode_pages)};
-  fc.external_kv_pool = reinterpret_cast<uint16_t*>(pool.pool);
-  fc.external_kv_page_stride = pool.page_stride / 2;
-  TransformerForward forward(fc, stream.get());
-  StepRunner runner(forward, stream.get(), [&](uint64_t id) -> const std::vector<int64_t>& {
-    static const std::vector<int64_t> none;
-    return id == std::numeric_limits<uint64_t>::max() ? none : backend.hbm_pages(id);
-  }, store_pages, decode_pages);
-  warm_up(runner, o.warmup_steps, s.max_batch_tokens);
+  GpuEngine engine(s, o);
+  warm_up(engine.runner(), o.warmup_steps, s.max_batch_tokens);
 
   ServeRun run;
   for (const TierSpec& t : s.tiers) run.tier_names.push_back(t.name);
@@ -188,40 +249,15 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   WorkloadPlan workload = build_workload(s);
   const CostModel cost = instance_cost_model(s);
   SchedulerState state;
-  backend.on_release([&](uint64_t id) { runner.forget(id); });
+  StoreBackend& backend = engine.backend();
   backend.restart_clock();
   Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, run.records, state);
   Sampler sampler(s.sample_interval_s, cache, state, backend.transfers(), run.samples);
-  double compute_s = 0;
-  while (!scheduler.finished()) {
-    const Decision& d = scheduler.decide();
-    if (d.kind == Decision::Kind::kStep) {
-      compute_s += runner.run(d.step);
-      scheduler.finish_step();
-    } else if (d.kind == Decision::Kind::kWait) {
-      if (!d.next_arrival_s) throw std::logic_error("kvtier-hw serve: nothing runs and nothing will arrive");
-      const double wait = *d.next_arrival_s - backend.now();
-      if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
-    }
-    scheduler.end_iteration();
-    sampler.at(backend.now(), run.link_names);
-  }
+  const double compute_s = serve_requests(scheduler, engine, sampler, run.link_names);
   const double elapsed = backend.now();
 
   run.transfers = backend.transfers();
-  std::vector<double> link_bytes(run.link_names.size(), 0);
-  for (const TransferRecord& r : run.transfers) {
-    auto at = std::find(run.link_names.begin(), run.link_names.end(), r.path);
-    if (at == run.link_names.end()) {
-      run.link_names.push_back(r.path);
-      link_bytes.push_back(0);
-      at = run.link_names.end() - 1;
-    }
-    link_bytes[static_cast<size_t>(at - run.link_names.begin())] += r.bytes;
-  }
-  for (TimeSample& t : run.samples) t.link_utilisation.resize(run.link_names.size(), 0);
-  run.summary = summarise(run.records, run.tier_names, run.link_names, link_bytes, s.slo,
-                          std::min(workload.window_s, elapsed));
+  run.summary = summarise_run(s, run, std::min(workload.window_s, elapsed));
   run.summary["scenario"] = s.name;
   run.summary["workload"] = workload.description;
   run.summary["elapsed_s"] = elapsed;
