@@ -1,0 +1,121 @@
+// StoreBackend on the tiered store's CPU reference: the scheduler serves requests while a TieredStore of
+// real pages repeats its cache calls. The store must end holding every block where the scheduler's cache
+// does, having made the same events, and transfers.csv's rows must carry exactly the bytes those events
+// moved: one row per load and tier, one per stored block.
+#include "hw/serve/store_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "hw/store/host_memory_pages.h"
+#include "hw/store/tiered_store_test_support.h"
+#include "sim/serving/scheduler.h"
+#include "sim/workload/replay.h"
+
+namespace kvtier::hw {
+namespace {
+
+using namespace testing;
+
+// The requests of a list, all ready at once.
+class RequestList : public RequestStream {
+ public:
+  explicit RequestList(std::vector<Request> requests) : requests_(std::move(requests)) {}
+  bool next(Request& out) override {
+    if (next_ == requests_.size()) return false;
+    out = requests_[next_++];
+    return true;
+  }
+  int64_t skipped_lines() const override { return 0; }
+  int64_t block_tokens() const override { return kvtier::testing::kBlockTokens; }
+  std::string location() const override { return "request " + std::to_string(next_); }
+
+ private:
+  std::vector<Request> requests_;
+  size_t next_ = 0;
+};
+
+std::vector<Request> decoding_requests() {
+  std::vector<Request> requests = kvtier::testing::random_requests(300, 8, 6, 17);
+  for (Request& r : requests) r.output_tokens = 1 + static_cast<int64_t>(r.id % 9);  // decode KV grows
+  return requests;
+}
+
+// Serves every request to the end; steps take no time, loads have landed when they start.
+void serve(Scheduler& scheduler) {
+  for (int iteration = 0; !scheduler.finished(); ++iteration) {
+    ASSERT_LT(iteration, 100000) << "the scheduler does not finish";
+    const Decision& d = scheduler.decide();
+    if (d.kind == Decision::Kind::kStep) scheduler.finish_step();
+    scheduler.end_iteration();
+  }
+}
+
+TEST(StoreBackend, TheStoreEndsWhereTheSchedulersCacheEnds) {
+  const std::vector<TierSpec> tiers = tier_configs(10, 14, 20)[0].tiers;
+  ScratchDirectory dir("store-backend");
+  HostMemoryPages device(10 + kSpare, kPageBytes);
+  TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
+  StoreBackend backend(store);
+  TieredCache cache(tiers);
+  std::unique_ptr<ReplayDriver> driver = make_open_loop(std::make_unique<RequestList>(decoding_requests()), {});
+  const CostModel cost = CostModel::fixed_prefill_rate(ModelCard{}, 1e6, kBytesPerToken);
+  SchedulerConfig config;
+  config.kv_space_bytes = static_cast<double>(tiers[0].capacity_bytes);
+  config.tier_conversions.assign(tiers.size(), {1e12, 1e12});
+  config.tier_load_paths.assign(tiers.size(), {});
+  std::vector<RequestRecord> records;
+  SchedulerState state;
+  Scheduler scheduler(config, cost, cache, *driver, backend, records, state);
+  serve(scheduler);
+
+  int64_t completed = 0, preempted = 0;
+  std::set<uint64_t> blocks;
+  for (const Request& r : decoding_requests()) blocks.insert(r.block_ids.begin(), r.block_ids.end());
+  for (const RequestRecord& r : records) {
+    completed += r.completed();
+    preempted += r.preemptions;
+  }
+  EXPECT_GT(completed, 250);
+  EXPECT_GT(preempted, 0) << "decode growth should preempt, so that HBM's capacity changes";
+  for (uint64_t block : blocks) {
+    const PrefixHit hit = cache.lookup(std::vector<uint64_t>{block});
+    EXPECT_EQ(store.resident_tier(block), hit.hit_blocks == 1 ? hit.tier_of_block[0] : -1) << "block " << block;
+  }
+  std::map<std::string, double> load_bytes, store_bytes;
+  std::map<std::string, int64_t> store_rows;
+  for (const TransferRecord& t : backend.transfers()) {
+    EXPECT_LE(t.start_s, t.end_s);
+    if (t.path.ends_with("->hbm")) {
+      load_bytes[t.path] += t.bytes;
+    } else {
+      store_bytes[t.path] += t.bytes;
+      ++store_rows[t.path];
+    }
+  }
+  for (int kind = 0; kind < kCacheEventKinds; ++kind) {
+    for (int from = -1; from < 3; ++from) {
+      for (int to = -1; to < 3; ++to) {
+        const auto k = static_cast<CacheEventKind>(kind);
+        const TrafficTotals::Flow& model = cache.traffic().flow(k, from, to);
+        EXPECT_EQ(store.cache().traffic().flow(k, from, to).blocks, model.blocks)
+            << event_kind_name(k) << " " << from << "->" << to;
+      }
+    }
+  }
+  const auto flow = [&](CacheEventKind k, int from, int to) { return cache.traffic().flow(k, from, to); };
+  ASSERT_GT(flow(CacheEventKind::kPromote, 1, 0).blocks, 0);
+  ASSERT_GT(flow(CacheEventKind::kPromote, 2, 0).blocks, 0);
+  EXPECT_EQ(load_bytes["dram->hbm"], static_cast<double>(flow(CacheEventKind::kPromote, 1, 0).from_bytes));
+  EXPECT_EQ(load_bytes["nvme->hbm"], static_cast<double>(flow(CacheEventKind::kPromote, 2, 0).from_bytes));
+  const int64_t hbm_to_dram =
+      flow(CacheEventKind::kDemote, 0, 1).blocks + flow(CacheEventKind::kWriteThrough, 0, 1).blocks;
+  EXPECT_GT(hbm_to_dram, 0);
+  EXPECT_EQ(store_rows["hbm->dram"], hbm_to_dram);
+  EXPECT_EQ(store_bytes["hbm->dram"], static_cast<double>(hbm_to_dram * tiers[1].bytes_per_block()));
+}
+
+}  // namespace
+}  // namespace kvtier::hw
