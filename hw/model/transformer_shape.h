@@ -2,15 +2,13 @@
 //
 // The hardware mode runs a model's exact shapes with random bf16 weights, because the time of a forward
 // pass depends on the shapes alone, not on the values. TransformerShape is a plain struct that a model
-// card fills (transformer_shape()); head_dim is its own field because some models (Qwen3, Gemma) do not
+// card fills (card_shape.h); head_dim is its own field because some models (Qwen3, Gemma) do not
 // have head_dim = hidden / heads. The FLOP counts here are the ones the benchmark divides by time.
 #pragma once
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
-
-#include "sim/core/model_card.h"
 
 namespace kvtier::hw {
 
@@ -54,25 +52,6 @@ struct TransformerShape {
 inline TransformerShape llama_3_1_8b_shape() {
   return {.layers = 32, .hidden = 4096, .heads = 32, .kv_heads = 8, .head_dim = 128, .intermediate = 14336,
           .vocab = 128256, .rms_eps = 1e-5f, .rope_theta = 500000.0f};
-}
-
-// The shape of a dense GQA model card. rms_eps and rope_theta keep their defaults (Llama 3's): cards do
-// not carry them, and they change the values, not the work. Throws std::invalid_argument naming what the
-// forward pass cannot run (MLA, MoE, a card without intermediate_size or vocab_size, a head_dim the
-// attention kernel lacks).
-inline TransformerShape transformer_shape(const ModelCard& card) {
-  auto refuse = [&](const std::string& what) { throw std::invalid_argument(card.name + ": " + what); };
-  if (card.attention == AttentionKind::kMla) {
-    refuse("multi-head latent attention (MLA): the hardware mode's MLA forward pass is not built yet");
-  }
-  if (card.moe) refuse("mixture of experts: the hardware mode's MoE forward pass is not built yet");
-  if (card.intermediate_size == 0) refuse("the model card gives no intermediate_size");
-  if (card.vocab_size == 0) refuse("the model card gives no vocab_size");
-  TransformerShape shape{.layers = card.layers, .hidden = card.hidden_size, .heads = card.query_heads,
-                         .kv_heads = card.kv_heads, .head_dim = card.head_dim,
-                         .intermediate = card.intermediate_size, .vocab = card.vocab_size};
-  shape.validate();
-  return shape;
 }
 
 // Multiply-adds x2 of the linear layers for `tokens` tokens, plus the LM head for `sequences` last tokens.

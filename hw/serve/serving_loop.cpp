@@ -11,7 +11,7 @@
 #include "hw/gpu/check.h"
 #include "hw/gpu/device_buffer.h"
 #include "hw/kernels/page_copy.h"
-#include "hw/model/transformer_shape.h"
+#include "hw/model/card_shape.h"
 #include "hw/serve/step_runner.h"
 #include "hw/serve/store_backend.h"
 #include "hw/store/gpu_device_pages.h"

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-#include "hw/model/transformer_shape.h"
+#include "hw/model/card_shape.h"
 #include "sim/core/config_files.h"
 #include "sim/core/model_card.h"
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "hw/gpu/check.h"
+#include "hw/model/card_shape.h"
 #include "hw/tools/calibration_run.h"
 #include "hw/tools/copy_probe.h"
 #include "hw/tools/disk_probe.h"

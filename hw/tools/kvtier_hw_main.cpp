@@ -16,7 +16,9 @@ int main(int argc, char** argv) {
   kvtier::hw::add_roundtrip_command(app);
   kvtier::hw::add_bench_command(app);
   kvtier::hw::add_replay_command(app);
+#if defined(KVTIER_HAVE_SERVE)  // a build with the forward pass (hw/tools/CMakeLists.txt)
   kvtier::hw::add_serve_command(app);
+#endif
   kvtier::check_numeric_options(app);
   try {
     if (kvtier::gpu::visible_device_count() == 0) {
