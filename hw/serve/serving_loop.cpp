@@ -114,13 +114,7 @@ class Sampler {
 
  private:
   void record(double time, std::vector<std::string>& paths) {
-    TimeSample t;
-    t.time_s = time;
-    const double block_bytes = static_cast<double>(cache_.tier(0).bytes_per_block());
-    t.hbm_cache_bytes = static_cast<double>(cache_.used_blocks(0) - cache_.pinned_blocks(0)) * block_bytes;
-    t.hbm_used_bytes = static_cast<double>(cache_.used_blocks(0)) * block_bytes + state_.decode_kv_bytes;
-    t.queued = state_.queued;
-    t.running = state_.running;
+    TimeSample t = sample_state(time, cache_, state_);
     std::vector<double> busy(paths.size(), 0);
     for (; seen_ < transfers_.size() && transfers_[seen_].start_s < time; ++seen_) {
       const size_t path = path_index(paths, transfers_[seen_].path);
@@ -129,13 +123,6 @@ class Sampler {
     }
     for (double& b : busy) b = std::min(1.0, b / interval_);
     t.link_utilisation = busy;
-    for (int64_t& hits : state_.hits_since_sample) {
-      t.tier_hit_rate.push_back(state_.input_since_sample > 0
-                                    ? static_cast<double>(hits) / static_cast<double>(state_.input_since_sample)
-                                    : 0);
-      hits = 0;
-    }
-    state_.input_since_sample = 0;
     out_.push_back(std::move(t));
   }
 

@@ -14,7 +14,7 @@
 #include "sim/engine/isolated_run.h"
 #include "sim/app/plot_runner.h"
 #include "sim/cli/output.h"
-#include "sim/app/output_folder.h"
+#include "sim/cli/staged_output.h"
 #include "sim/engine/preflight.h"
 #include "sim/engine/simulation.h"
 #include "sim/cli/simulation_report.h"
@@ -115,19 +115,10 @@ nlohmann::json write_results(const SimulateOptions& options, const std::vector<S
 // Writes everything into a temporary folder and moves it into place; errors name the final paths.
 nlohmann::json write_into(const OutputTarget& target, const SimulateOptions& options,
                           const std::vector<ScenarioRun>& runs, const std::string& command_line) {
-  StagingFolder staging(target);
   nlohmann::json result;
-  try {
-    result = write_results(options, runs, staging.path().string(), command_line);
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const ConfigError& e) {
-    throw ConfigError(staging.describe(e.what()));
-  } catch (const std::exception& e) {
-    throw std::runtime_error(staging.describe(e.what()));
-  }
-  throw_if_interrupted();
-  staging.commit();
+  write_staged(target, [&](const std::filesystem::path& dir) {
+    result = write_results(options, runs, dir.string(), command_line);
+  });
   return result;
 }
 

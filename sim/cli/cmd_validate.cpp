@@ -15,7 +15,7 @@
 #include <set>
 #include <thread>
 
-#include "sim/app/output_folder.h"
+#include "sim/cli/staged_output.h"
 #include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/output.h"
@@ -273,18 +273,8 @@ void write_simulation(const SimulationPlan& plan, const std::filesystem::path& d
 
 // --sim-out: written into a temporary folder beside it and moved into place (output_folder.h).
 void write_kept_simulation(const SimulationPlan& plan, const ValidateOptions& o) {
-  StagingFolder staging(check_output_target(o.sim_out, o.force));
-  try {
-    write_simulation(plan, staging.path());
-  } catch (const Interrupted&) {
-    throw;
-  } catch (const ConfigError& e) {
-    throw ConfigError(staging.describe(e.what()));
-  } catch (const std::exception& e) {
-    throw std::runtime_error(staging.describe(e.what()));
-  }
-  throw_if_interrupted();
-  staging.commit();
+  write_staged(check_output_target(o.sim_out, o.force),
+               [&](const std::filesystem::path& dir) { write_simulation(plan, dir); });
 }
 
 void validate_scenario(const ValidateOptions& o) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <functional>
 
+#include "sim/core/config_error_test_support.h"
 #include "sim/core/config_files.h"
 
 namespace kvtier {
@@ -12,14 +13,7 @@ namespace {
 
 const char* kCommittedH200 = "results/hw/calibration-h200.json";
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 Encoding int4_g(int group_size) {
   Encoding e;

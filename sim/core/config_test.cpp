@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "sim/core/config_error_test_support.h"
 #include "sim/core/config_files.h"
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
@@ -11,14 +12,7 @@
 namespace kvtier {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 TEST(Config, MalformedYamlNamesFileLineAndColumn) {
   std::string message = error_of([] { ConfigNode::load_string("a: 1\nb: [1, 2\n", "bad.yaml"); });

@@ -5,19 +5,13 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sim/core/config_error_test_support.h"
 #include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 ModelCard committed(const std::string& name) {
   return load_hf_config("models/hf/" + name + "-config.json");

@@ -113,6 +113,24 @@ void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samp
   }
 }
 
+TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState& state) {
+  TimeSample t;
+  t.time_s = time_s;
+  const double block_bytes = static_cast<double>(cache.tier(0).bytes_per_block());
+  t.hbm_cache_bytes = static_cast<double>(cache.used_blocks(0) - cache.pinned_blocks(0)) * block_bytes;
+  t.hbm_used_bytes = static_cast<double>(cache.used_blocks(0)) * block_bytes + state.decode_kv_bytes;
+  t.queued = state.queued;
+  t.running = state.running;
+  for (int64_t& hits : state.hits_since_sample) {
+    t.tier_hit_rate.push_back(state.input_since_sample > 0
+                                  ? static_cast<double>(hits) / static_cast<double>(state.input_since_sample)
+                                  : 0);
+    hits = 0;
+  }
+  state.input_since_sample = 0;
+  return t;
+}
+
 nlohmann::json cache_traffic_json(const TieredCache& cache) {
   nlohmann::json flows = nlohmann::json::array();
   const TrafficTotals& totals = cache.traffic();

@@ -10,6 +10,7 @@
 
 #include "sim/cache/tiered_cache.h"
 #include "sim/serving/request_record.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvtier {
 
@@ -37,6 +38,11 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
                          const Slo& slo, double window_s);
+
+// A sample of the serving state at `time_s`, as both engines take it: HBM use, queue and batch, and the
+// hit rate per tier of the requests admitted since the previous sample (whose counters in `state` it
+// resets). The engine fills in link_utilisation.
+TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState& state);
 
 // Every non-empty flow of the cache's events (summary.json's cache_traffic): what moved between which
 // tiers, in each tier's layout.

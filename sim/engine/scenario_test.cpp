@@ -9,20 +9,14 @@
 #include <fstream>
 #include <functional>
 
+#include "sim/core/config_error_test_support.h"
 #include "sim/core/calibration.h"
 #include "sim/engine/workload.h"
 
 namespace kvtier {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+using testing::error_of;
 
 // Line 9 is `sessions`; the variants start at line 14.
 const std::string kScenario =

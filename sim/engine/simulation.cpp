@@ -40,25 +40,10 @@ HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
 void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, const Platform& platform,
             std::vector<TimeSample>& samples) {
   sg4::Actor::self()->daemonize();
-  const double block_bytes = static_cast<double>(cache.tier(0).bytes_per_block());
   while (true) {
     sg4::this_actor::sleep_for(s.sample_interval_s);
-    InstanceState& state = instance.state();
-    TimeSample t;
-    t.time_s = sg4::Engine::get_clock();
-    t.hbm_cache_bytes = static_cast<double>(cache.used_blocks(0) - cache.pinned_blocks(0)) * block_bytes;
-    t.hbm_used_bytes = static_cast<double>(cache.used_blocks(0)) * block_bytes + state.decode_kv_bytes;
-    t.queued = state.queued;
-    t.running = state.running;
+    TimeSample t = sample_state(sg4::Engine::get_clock(), cache, instance.state());
     t.link_utilisation = platform.link_utilisation();
-    for (int64_t& hits : state.hits_since_sample) {
-      t.tier_hit_rate.push_back(state.input_since_sample > 0
-                                    ? static_cast<double>(hits) /
-                                          static_cast<double>(state.input_since_sample)
-                                    : 0);
-      hits = 0;
-    }
-    state.input_since_sample = 0;
     samples.push_back(std::move(t));
   }
 }
@@ -76,28 +61,6 @@ void write_outputs(const std::string& dir, const std::vector<RequestRecord>& rec
   CheckedFile transfers_csv(dir + "/" + kTransfersFile);
   write_transfers_csv(transfers_csv, transfers);
   transfers_csv.close();
-}
-
-// Every non-empty flow of cache events: what moved between which tiers, in each tier's layout.
-nlohmann::json traffic_json(const TieredCache& cache) {
-  nlohmann::json flows = nlohmann::json::array();
-  const TrafficTotals& totals = cache.traffic();
-  for (int kind = 0; kind < kCacheEventKinds; ++kind) {
-    for (int from = -1; from < cache.tier_count(); ++from) {
-      for (int to = -1; to < cache.tier_count(); ++to) {
-        const TrafficTotals::Flow& f = totals.flow(static_cast<CacheEventKind>(kind), from, to);
-        if (f.blocks == 0) continue;
-        auto name = [&](int t) { return t < 0 ? std::string("-") : cache.tier(t).name; };
-        flows.push_back({{"event", event_kind_name(static_cast<CacheEventKind>(kind))},
-                         {"from", name(from)},
-                         {"to", name(to)},
-                         {"blocks", f.blocks},
-                         {"from_bytes", f.from_bytes},
-                         {"to_bytes", f.to_bytes}});
-      }
-    }
-  }
-  return flows;
 }
 
 }  // namespace
@@ -145,7 +108,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   summary["transfers"] = transfers;
   summary["events"] = instance.state().steps + transfers + summary["requests_issued"].get<int64_t>() +
                       summary["requests_completed"].get<int64_t>();
-  summary["cache_traffic"] = traffic_json(cache);
+  summary["cache_traffic"] = cache_traffic_json(cache);
   int64_t cache_events = 0;
   for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
   summary["cache_events"] = cache_events;
