@@ -1,0 +1,142 @@
+// The launch is priced by replaying the GPU's block scheduler: blocks in launch order, each on the slot
+// that frees first. A step has thousands of blocks, but most come in runs of equal time (the KV heads of
+// one query tile, the splits of one sequence, decodes of equal context), and a run of equal blocks lands
+// greedily on whole groups of slots that free at the same time. So the slots are kept as a min-heap of
+// such groups, and a run costs one heap operation per group it touches rather than one per block. Every
+// slot's free time is the same sum of the same doubles as in a block-by-block replay, so the result is
+// exactly that replay's.
+#include "sim/core/attention_cost.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+namespace kvtier {
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int64_t tokens_per_tile(int query_rows, int gqa_ratio) { return std::max(1, query_rows / gqa_ratio); }
+
+// The slots of one kernel, as groups of slots free at the same time.
+class SlotGroups {
+ public:
+  explicit SlotGroups(int slots) : heap_{{0.0, slots}} {}
+
+  // `blocks` blocks of `seconds` each, every one started on the earliest-free slot.
+  void place(int64_t blocks, double seconds) {
+    while (blocks > 0) {
+      Group& first = heap_.front();
+      const int64_t taken = std::min(blocks, first.slots);
+      const Group done{first.free_at + seconds, taken};
+      blocks -= taken;
+      if (taken < first.slots) {
+        first.slots -= taken;  // still the earliest: its time did not change
+      } else {
+        std::pop_heap(heap_.begin(), heap_.end(), later);
+        heap_.pop_back();
+      }
+      heap_.push_back(done);
+      std::push_heap(heap_.begin(), heap_.end(), later);
+    }
+  }
+
+  double makespan() const {
+    double last = 0;
+    for (const Group& g : heap_) last = std::max(last, g.free_at);
+    return last;
+  }
+
+ private:
+  struct Group {
+    double free_at;
+    int64_t slots;
+  };
+  static bool later(const Group& a, const Group& b) { return a.free_at > b.free_at; }
+  std::vector<Group> heap_;
+};
+
+// Collects consecutive blocks of equal key tiles into one run before placing them.
+class RunPlacer {
+ public:
+  explicit RunPlacer(const AttentionKernelCost& kernel) : kernel_(kernel), slots_(kernel.slots) {}
+
+  void add(int64_t blocks, int64_t key_tiles) {
+    if (key_tiles != key_tiles_) {
+      flush();
+      key_tiles_ = key_tiles;
+    }
+    blocks_ += blocks;
+  }
+
+  double makespan() {
+    flush();
+    return slots_.makespan();
+  }
+
+ private:
+  void flush() {
+    if (blocks_ > 0) slots_.place(blocks_, kernel_.block_s + kernel_.key_tile_s * static_cast<double>(key_tiles_));
+    blocks_ = 0;
+  }
+
+  const AttentionKernelCost& kernel_;
+  SlotGroups slots_;
+  int64_t key_tiles_ = -1;
+  int64_t blocks_ = 0;
+};
+
+void require_tiling(const AttentionCosts& c, int kv_heads, int gqa_ratio) {
+  if (kv_heads < 1 || gqa_ratio < 1 || c.query_rows < 1 || c.multiprocessors < 1 || c.max_splits < 1 ||
+      c.min_split_keys < 1 || c.unsplit.key_tile < 1 || c.unsplit.slots < 1 || c.split.key_tile < 1 ||
+      c.split.slots < 1) {
+    throw std::invalid_argument("attention costs: KV heads, GQA ratio, tiles, slots and split bounds must be 1 or more");
+  }
+}
+
+}  // namespace
+
+int attention_splits(int64_t sequences, int64_t max_new_tokens, int64_t max_total_tokens, int kv_heads,
+                     int gqa_ratio, int query_rows, int multiprocessors, int max_splits, int min_split_keys) {
+  const int64_t blocks =
+      ceil_div(max_new_tokens, tokens_per_tile(query_rows, gqa_ratio)) * int64_t{kv_heads} * sequences;
+  const int64_t enough = 2 * int64_t{multiprocessors};
+  if (blocks <= 0 || blocks >= enough) return 1;
+  const int64_t wanted = ceil_div(enough, blocks);
+  const int64_t longest = std::max<int64_t>(1, max_total_tokens / min_split_keys);
+  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, longest), 1, max_splits));
+}
+
+double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
+                                std::span<const AttentionSequence> step) {
+  require_tiling(costs, kv_heads, gqa_ratio);
+  int64_t max_new = 0, max_total = 0;
+  for (const AttentionSequence& s : step) {
+    max_new = std::max(max_new, s.new_tokens);
+    max_total = std::max(max_total, s.context_tokens + s.new_tokens);
+  }
+  if (max_new <= 0) return 0;
+  const int splits = attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
+                                      costs.query_rows, costs.multiprocessors, costs.max_splits,
+                                      costs.min_split_keys);
+  const AttentionKernelCost& kernel = splits == 1 ? costs.unsplit : costs.split;
+  const int64_t per_tile = tokens_per_tile(costs.query_rows, gqa_ratio);
+  RunPlacer placer(kernel);
+  for (const AttentionSequence& s : step) {
+    // Split ranges are whole tiles of the split kernel's keys, the same for every query tile.
+    const int64_t range =
+        splits == 1 ? 0 : ceil_div(ceil_div(s.context_tokens + s.new_tokens, costs.split.key_tile), splits) *
+                              costs.split.key_tile;
+    for (int split = 0; split < splits; ++split) {
+      for (int64_t tile = ceil_div(s.new_tokens, per_tile) - 1; tile >= 0; --tile) {  // the last first
+        const int64_t causal_stop = s.context_tokens + std::min(s.new_tokens, (tile + 1) * per_tile);
+        const int64_t begin = range * split;
+        const int64_t stop = splits == 1 ? causal_stop : std::min(causal_stop, range * (split + 1));
+        placer.add(kv_heads, ceil_div(std::max<int64_t>(0, stop - begin), kernel.key_tile));
+      }
+    }
+  }
+  return kernel.launch_s + placer.makespan();
+}
+
+}  // namespace kvtier
