@@ -32,12 +32,11 @@ class SlotGroups {
       blocks -= taken;
       if (taken < first.slots) {
         first.slots -= taken;  // still the earliest: its time did not change
+        heap_.push_back(done);
+        std::push_heap(heap_.begin(), heap_.end(), Later{});
       } else {
-        std::pop_heap(heap_.begin(), heap_.end(), later);
-        heap_.pop_back();
+        replace_first(done);
       }
-      heap_.push_back(done);
-      std::push_heap(heap_.begin(), heap_.end(), later);
     }
   }
 
@@ -52,7 +51,23 @@ class SlotGroups {
     double free_at;
     int64_t slots;
   };
-  static bool later(const Group& a, const Group& b) { return a.free_at > b.free_at; }
+  struct Later {
+    bool operator()(const Group& a, const Group& b) const { return a.free_at > b.free_at; }
+  };
+
+  // The earliest group becomes `g`, sifted down to its place: one pass instead of a pop and a push.
+  void replace_first(Group g) {
+    const size_t n = heap_.size();
+    size_t at = 0;
+    for (size_t child = 1; child < n; child = 2 * at + 1) {
+      if (child + 1 < n && heap_[child + 1].free_at < heap_[child].free_at) ++child;
+      if (!(heap_[child].free_at < g.free_at)) break;
+      heap_[at] = heap_[child];
+      at = child;
+    }
+    heap_[at] = g;
+  }
+
   std::vector<Group> heap_;
 };
 
