@@ -12,12 +12,14 @@
 #include <cstdint>
 
 #include "hw/kernels/quant_math.h"  // KVTIER_HD
+#include "sim/core/attention_cost.h"
 
 namespace kvtier::hw {
 
 inline constexpr int kAttentionRows = 128;  // query rows of a block by default (8 warps of 16); 64 also built
 inline constexpr int kAttentionKeys = 64;   // keys of one K/V tile
 inline constexpr int kAttentionMaxSplits = 64;
+inline constexpr int kAttentionMinSplitKeys = 4 * kAttentionKeys;  // the shortest key range of a split
 
 inline int attention_tokens_per_tile(int gqa_ratio, int rows = kAttentionRows) { return std::max(1, rows / gqa_ratio); }
 
@@ -27,14 +29,12 @@ inline int attention_query_tiles(int max_new_tokens, int gqa_ratio, int rows = k
 }
 
 // Key ranges per sequence: 1 when the unsplit grid already gives every multiprocessor two blocks, else
-// enough to do so, but no range shorter than four key tiles.
+// enough to do so, but no range shorter than four key tiles. The rule is the simulator's
+// (sim/core/attention_cost.h), so that its attention model cuts a step as this kernel does.
 inline int attention_splits(int sequences, int max_new_tokens, int max_total_tokens, int kv_heads,
                             int gqa_ratio, int multiprocessors, int rows = kAttentionRows) {
-  const int64_t blocks = int64_t{attention_query_tiles(max_new_tokens, gqa_ratio, rows)} * kv_heads * sequences;
-  if (blocks >= 2 * int64_t{multiprocessors}) return 1;
-  const int64_t wanted = (2 * int64_t{multiprocessors} + blocks - 1) / blocks;
-  const int64_t longest = std::max<int64_t>(1, max_total_tokens / (4 * kAttentionKeys));
-  return static_cast<int>(std::clamp<int64_t>(std::min(wanted, longest), 1, kAttentionMaxSplits));
+  return kvtier::attention_splits(sequences, max_new_tokens, max_total_tokens, kv_heads, gqa_ratio, rows,
+                                  multiprocessors, kAttentionMaxSplits, kAttentionMinSplitKeys);
 }
 
 // Keys [begin, end) of split `split` of a sequence of `total_tokens` keys: ranges of a whole number of
