@@ -12,5 +12,6 @@ void add_roundtrip_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_replay_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // only in builds with the forward pass
+void add_breakeven_command(CLI::App& app);  // only in builds with the forward pass
 
 }  // namespace kvtier::hw

@@ -1,4 +1,4 @@
-// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay, serve) on a real GPU.
+// kvtier-hw: the hardware mode's command-line tool (calibrate, roundtrip, bench, replay, serve, breakeven) on a real GPU.
 #include <cstdio>
 #include <exception>
 
@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   kvtier::hw::add_replay_command(app);
 #if defined(KVTIER_HAVE_SERVE)  // a build with the forward pass (hw/tools/CMakeLists.txt)
   kvtier::hw::add_serve_command(app);
+  kvtier::hw::add_breakeven_command(app);
 #endif
   kvtier::check_numeric_options(app);
   try {
