@@ -10,14 +10,50 @@
 namespace kvtier {
 namespace {
 
+bool positive(double v) {
+  return std::isfinite(v) && v > 0;
+}
+bool non_negative(double v) {
+  return std::isfinite(v) && v >= 0;
+}
+
+void require_attention_costs(const AttentionCosts& a) {
+  auto kernel_ok = [](const AttentionKernelCost& k) {
+    return k.key_tile >= 1 && k.slots >= 1 && non_negative(k.launch_s) && non_negative(k.block_s) &&
+           non_negative(k.key_tile_s);
+  };
+  if (!(a.query_rows >= 1 && a.multiprocessors >= 1 && a.max_splits >= 1 && a.min_split_keys >= 1 &&
+        kernel_ok(a.unsplit) && kernel_ok(a.split))) {
+    throw std::invalid_argument(
+        "attention costs: tiles, slots, multiprocessors and split bounds must be 1 or more, times 0 or more");
+  }
+}
+
+// With block-priced attention the four attention terms are unused, and may be 0.
 void require_step_costs(const StepCosts& c) {
-  auto positive = [](double v) { return std::isfinite(v) && v > 0; };
-  auto non_negative = [](double v) { return std::isfinite(v) && v >= 0; };
+  if (c.attention) {
+    if (!(non_negative(c.step_overhead_s) && positive(c.linear_mfu)))
+      throw std::invalid_argument(
+          "step costs: the linear rate must be positive and finite, the overhead 0 or more");
+    require_attention_costs(*c.attention);
+    return;
+  }
   if (!(non_negative(c.step_overhead_s) && positive(c.linear_mfu) && positive(c.attention_mfu) &&
         non_negative(c.attention_half_rate_keys) && non_negative(c.attention_half_rate_queries) &&
         positive(c.attention_bandwidth_efficiency))) {
     throw std::invalid_argument(
         "step costs: rates must be positive and finite, the overhead and half-rate points 0 or more");
+  }
+}
+
+// The kernel whose blocks the costs describe is GQA's (one KV head per group of query heads).
+void require_gqa(const ModelCard& model) {
+  if (model.attention != AttentionKind::kGqa || model.kv_heads < 1 ||
+      model.query_heads % model.kv_heads != 0) {
+    throw ConfigError(
+        model.name +
+        ": attention priced from the kernel's blocks needs a GQA card (query heads a multiple of "
+        "KV heads); this calibration's serving.attention does not apply to it");
   }
 }
 
@@ -38,6 +74,11 @@ CostModel::CostModel(const ModelCard& model, const HardwareConfig& hardware, dou
   peak_flops_ = gpu.count * hardware.peak_flops(model.weight_dtype);
   hbm_bandwidth_ = gpu.count * gpu.hbm_bandwidth;
   if (step_costs_) require_step_costs(*step_costs_);
+  if (step_costs_ && step_costs_->attention) {
+    require_gqa(model);
+    // The instance's GPUs split the KV heads between them (tensor parallel), at least one each.
+    attention_kv_heads_ = static_cast<int>((model.kv_heads + gpu.count - 1) / gpu.count);
+  }
 }
 
 CostModel CostModel::fixed_prefill_rate(const ModelCard& model, double tokens_per_s,
@@ -106,11 +147,29 @@ double CostModel::serving_step_seconds(const StepWork& work) const {
   const StepTerms t = step_terms(work);
   const double linear =
       std::max(t.linear_flops / (peak_flops_ * c.linear_mfu), t.weight_bytes / achieved_hbm_bandwidth_);
+  if (c.attention) return c.step_overhead_s + linear + block_attention_seconds(work);
   const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys +
                             t.attention_flops_per_query * c.attention_half_rate_queries) /
                            (peak_flops_ * c.attention_mfu);
   const double decode_attention = t.decode_kv_bytes / (hbm_bandwidth_ * c.attention_bandwidth_efficiency);
   return c.step_overhead_s + linear + attention + decode_attention;
+}
+
+double CostModel::block_attention_seconds(const StepWork& work) const {
+  if (work.decode_contexts.size() != static_cast<size_t>(work.decodes)) {
+    throw std::invalid_argument(
+        "step work: attention priced from the kernel's blocks needs each decode's "
+        "context (StepWork::add_decode)");
+  }
+  std::vector<AttentionSequence> step;
+  step.reserve(work.prefills.size() + work.decode_contexts.size());
+  for (const StepWork::Chunk& chunk : work.prefills) {
+    if (chunk.new_tokens > 0) step.push_back({chunk.cached_tokens, chunk.new_tokens});
+  }
+  for (const int64_t context : work.decode_contexts) step.push_back({context, 1});
+  const int gqa_ratio = model_.query_heads / model_.kv_heads;
+  return model_.layers *
+         attention_launch_seconds(*step_costs_->attention, attention_kv_heads_, gqa_ratio, step);
 }
 
 double CostModel::step_seconds(const StepWork& work) const {
@@ -143,6 +202,13 @@ double CostModel::prefill_tokens_per_s(int64_t tokens) const {
 }
 
 double CostModel::decode_step_seconds(int64_t batch, int64_t context_tokens) const {
+  if (step_costs_ && step_costs_->attention) {
+    // Each decode's context is unknown: spread evenly, the first ones a token longer.
+    StepWork work;
+    for (int64_t i = 0; i < batch; ++i)
+      work.add_decode(context_tokens / batch + (i < context_tokens % batch ? 1 : 0));
+    return step_seconds(work);
+  }
   if (step_costs_) {
     StepWork work;
     work.add_decodes(batch, context_tokens);

@@ -15,13 +15,16 @@
 // where attention rate(keys, queries) = peak × attention_mfu / (1 + attention_half_rate_keys / keys +
 // attention_half_rate_queries / queries): the kernel's throughput rises with the keys each query sees and
 // with the chunk's new tokens (a short chunk fills few blocks of the GPU), and levels off. docs/cost-model.md derives
-// each term.
+// each term. With StepCosts::attention (a calibration's serving.attention) the two attention terms give
+// way to the kernel's blocks: layers × one launch over the step's chunks, then its decodes, as
+// attention_cost.h prices it.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "sim/core/attention_cost.h"
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
 
@@ -36,6 +39,9 @@ struct StepCosts {
   double attention_half_rate_keys = 0;        // keys at which prefill attention runs at half that rate
   double attention_half_rate_queries = 0;     // a chunk's new tokens at which it runs at half that rate
   double attention_bandwidth_efficiency = 0;  // decode attention's KV read rate over HBM bandwidth
+  // When set, a step's attention is priced from the kernel's blocks instead (attention_cost.h): layers ×
+  // one launch over the step's chunks, then its decodes; the four attention terms above are then unused.
+  std::optional<AttentionCosts> attention = std::nullopt;
 };
 
 // One engine step's work: prefill chunks and a batch of decodes. Add in the scheduler's order (chunks,
@@ -46,12 +52,21 @@ struct StepWork {
     int64_t new_tokens = 0;
   };
   std::vector<Chunk> prefills;
-  int64_t decodes = 0;         // sequences decoding one token each
-  int64_t decode_context = 0;  // their KV tokens, summed
+  int64_t decodes = 0;                   // sequences decoding one token each
+  int64_t decode_context = 0;            // their KV tokens, summed
+  std::vector<int64_t> decode_contexts;  // each decode's KV tokens, as add_decode recorded them
 
   void add_prefill(int64_t cached_tokens, int64_t new_tokens) {
     prefills.push_back({cached_tokens, new_tokens});
   }
+  // One sequence decoding a token after `context_tokens` tokens of KV.
+  void add_decode(int64_t context_tokens) {
+    ++decodes;
+    decode_context += context_tokens;
+    decode_contexts.push_back(context_tokens);
+  }
+  // `batch` decodes holding `context_tokens` between them, each one's unknown: only the default formula
+  // and the attention terms of StepCosts can price them.
   void add_decodes(int64_t batch, int64_t context_tokens) {
     decodes += batch;
     decode_context += context_tokens;
@@ -113,6 +128,7 @@ class CostModel {
   double attention_flops(int64_t cached_tokens, int64_t new_tokens) const;
   double weight_bytes_touched(int64_t tokens) const;
   double serving_step_seconds(const StepWork& work) const;
+  double block_attention_seconds(const StepWork& work) const;
 
   ModelCard model_;
   double achieved_flops_ = 0;
@@ -122,6 +138,7 @@ class CostModel {
   double kv_bytes_per_token_ = 0;
   std::optional<double> fixed_rate_;
   std::optional<StepCosts> step_costs_;
+  int attention_kv_heads_ = 0;  // KV heads of one GPU, for block-priced attention
 };
 
 }  // namespace kvtier

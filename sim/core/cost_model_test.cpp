@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <fstream>
 
+#include "sim/core/attention_cost.h"
 #include "sim/core/breakeven.h"
 #include "sim/core/config_files.h"
 
@@ -174,6 +175,92 @@ TEST(CostModel, StepCostsMustBePositiveRates) {
   negative_overhead.step_overhead_s = -1e-3;
   for (const StepCosts& costs : {zero_mfu, negative_overhead})
     EXPECT_THROW(CostModel(m, hardware("h200"), 131072, costs), std::invalid_argument);
+}
+
+// Attention priced from the kernel's blocks: an H200-like tiling with costs chosen for the arithmetic.
+StepCosts block_step_costs() {
+  AttentionCosts attention{
+      .query_rows = 128,
+      .multiprocessors = 132,
+      .unsplit = {.key_tile = 128, .slots = 132, .launch_s = 5e-6, .block_s = 1e-6, .key_tile_s = 2e-6},
+      .split = {.key_tile = 64, .slots = 132, .launch_s = 7e-6, .block_s = 1e-6, .key_tile_s = 3e-6}};
+  return {.step_overhead_s = 1e-3, .linear_mfu = 0.6, .attention = attention};
+}
+
+TEST(StepWork, AddDecodeRecordsEachContextAndKeepsTheSums) {
+  StepWork work;
+  work.add_decode(100);
+  work.add_decode(7);
+  work.add_decodes(2, 50);
+  EXPECT_EQ(work.decodes, 4);
+  EXPECT_EQ(work.decode_context, 157);
+  EXPECT_EQ(work.decode_contexts, (std::vector<int64_t>{100, 7}));
+}
+
+TEST(CostModel, BlockAttentionPricesADecodeBatchByHand) {
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost(m, hardware("h200"), 131072, block_step_costs());
+  // 8 decodes after 32,768 tokens, 8 KV heads, ratio 4: 5 splits, three waves of 103 key tiles of the
+  // split kernel per layer (attention_cost_test.cpp derives it), 32 layers. The weights (16.06 GB at
+  // 0.875 × 4.8 TB/s) outlast the linear FLOPs; no KV-bandwidth term: the blocks price the decodes.
+  const double weights = 8.03e9 * 2 / (0.875 * 4.8e12);
+  const double expected = 1e-3 + weights + 32 * (7e-6 + 3 * (1e-6 + 103 * 3e-6));
+  StepWork work;
+  for (int i = 0; i < 8; ++i) work.add_decode(32768);
+  EXPECT_NEAR(cost.step_seconds(work), expected, 1e-12);
+  EXPECT_NEAR(cost.decode_step_seconds(8, 8 * 32768), expected, 1e-12) << "the context spread evenly";
+}
+
+TEST(CostModel, BlockAttentionPricesAChunkBesideADecodeByHand) {
+  ModelCard m = card("llama-3.1-8b");
+  CostModel cost(m, hardware("h200"), 131072, block_step_costs());
+  // A 64-token chunk (2 query tiles of 32 tokens) and a decode after 100: 2 tiles × 8 heads × 2 sequences
+  // = 32 blocks < 264, but 101 keys allow no split. 24 blocks do work, each 1 key tile of 128: one wave
+  // of 1e-6 + 2e-6 s after the 5e-6 s launch, per layer.
+  const double weights = 8.03e9 * 2 / (0.875 * 4.8e12);
+  StepWork work;
+  work.add_prefill(0, 64);
+  work.add_decode(100);
+  EXPECT_NEAR(cost.step_seconds(work), 1e-3 + weights + 32 * (5e-6 + 1e-6 + 2e-6), 1e-12);
+}
+
+TEST(CostModel, BlockAttentionLaunchesChunksThenDecodes) {
+  ModelCard m = card("llama-3.1-8b");
+  StepCosts costs = block_step_costs();
+  costs.attention->multiprocessors = 1;
+  costs.attention->unsplit.slots = 3;
+  CostModel cost(m, hardware("h200"), 131072, costs);
+  StepWork work;
+  work.add_decode(0);
+  work.add_prefill(1280, 64);
+  const std::vector<AttentionSequence> chunk_first{{1280, 64}, {0, 1}}, decode_first{{0, 1}, {1280, 64}};
+  const double in_order = attention_launch_seconds(*costs.attention, 8, 4, chunk_first);
+  ASSERT_NE(in_order, attention_launch_seconds(*costs.attention, 8, 4, decode_first));
+  const double weights = 8.03e9 * 2 / (0.875 * 4.8e12);
+  EXPECT_NEAR(cost.step_seconds(work), 1e-3 + weights + 32 * in_order, 1e-12);
+}
+
+TEST(CostModel, BlockAttentionNeedsEachDecodesContext) {
+  CostModel cost(card("llama-3.1-8b"), hardware("h200"), 131072, block_step_costs());
+  StepWork work;
+  work.add_decodes(2, 200);
+  EXPECT_THROW(cost.step_seconds(work), std::invalid_argument);
+}
+
+TEST(CostModel, BlockAttentionCostsAreChecked) {
+  ModelCard m = card("llama-3.1-8b");
+  StepCosts no_slots = block_step_costs();
+  no_slots.attention->split.slots = 0;
+  StepCosts negative_tile = block_step_costs();
+  negative_tile.attention->unsplit.key_tile_s = -1e-6;
+  for (const StepCosts& costs : {no_slots, negative_tile})
+    EXPECT_THROW(CostModel(m, hardware("h200"), 131072, costs), std::invalid_argument);
+  try {
+    CostModel(card("deepseek-v3"), hardware("h200"), 131072, block_step_costs());
+    ADD_FAILURE() << "an MLA card priced by the GQA kernel's blocks";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("DeepSeek-V3"), std::string::npos) << e.what();
+  }
 }
 
 // Before, the count was cast to int: 2^32 + 1 GPUs became one.

@@ -164,7 +164,7 @@ double generated_trace_bytes(const Scenario& s, int64_t requests) {
 // A step of one decode token with no context: the cheapest the cost model prices.
 double shortest_step_s(const Scenario& s) {
   StepWork one_token;
-  one_token.add_decodes(1, 0);
+  one_token.add_decode(0);
   return instance_cost_model(s).step_seconds(one_token);
 }
 

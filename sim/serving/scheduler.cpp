@@ -224,12 +224,10 @@ bool Scheduler::plan_step() {
   plan.decodes.clear();
   plan.prefills.clear();
   int64_t budget = config_.max_batch_tokens;
-  int64_t decode_context = 0;
   StepWork work;
   for (const auto& seq : running_) {
     if (!seq->decoding()) continue;
     plan.decodes.push_back({seq->request.id, seq->context()});
-    decode_context += seq->context();
     --budget;
   }
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -242,7 +240,7 @@ bool Scheduler::plan_step() {
   }
   plan.tokens = config_.max_batch_tokens - budget;
   if (plan.tokens == 0) return false;
-  work.add_decodes(static_cast<int64_t>(plan.decodes.size()), decode_context);
+  for (const DecodeWork& decode : plan.decodes) work.add_decode(decode.context_tokens);
   plan.compute_s = cost_.step_seconds(work);
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;

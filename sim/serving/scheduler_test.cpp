@@ -8,6 +8,8 @@
 #include <deque>
 #include <map>
 
+#include "sim/core/config_files.h"
+
 namespace kvtier {
 namespace {
 
@@ -203,6 +205,43 @@ TEST(Scheduler, DecodesFirstThenChunksOldestFirstUnderTheBudget) {
   EXPECT_EQ(third.prefills[0].tokens, 1);
   EXPECT_EQ(third.prefills[1].tokens, 4);
   EXPECT_EQ(third.tokens, 6);
+}
+
+// Attention priced from blocks of one key tile of one key, 1 s each, on two slots, for a card of one layer,
+// one head and one parameter: a step takes as long as the longer of two lanes of keys (the linear terms,
+// under a picosecond, aside).
+CostModel key_counting_cost() {
+  ModelCard card;
+  card.name = "one-head";
+  card.layers = card.query_heads = card.kv_heads = 1;
+  card.head_dim = 64;
+  card.total_params = card.active_params = 1;
+  const AttentionKernelCost kernel{.key_tile = 1, .slots = 2, .launch_s = 0, .block_s = 0, .key_tile_s = 1};
+  const StepCosts costs{.linear_mfu = 1,
+                        .attention = AttentionCosts{.query_rows = 1,
+                                                    .multiprocessors = 1,
+                                                    .min_split_keys = 1 << 30,
+                                                    .unsplit = kernel,
+                                                    .split = kernel}};
+  return CostModel(card, parse_hardware(load_config("h200", "configs/hardware")), kBytesPerToken, costs);
+}
+
+TEST(Scheduler, AStepsWorkCarriesEachDecodesContext) {
+  // A (8 tokens) and B (4 tokens) prefill in step 1. In step 2 both decode: A after 8 + 1 tokens, so its
+  // query sees 10 keys; B after 4 + 1, 6 keys. Side by side on the two slots: max(10, 6) = 10 s, where
+  // their summed context spread evenly would give 8 s.
+  SchedulerConfig config;
+  config.max_batch_tokens = 12;
+  Harness h({tier("hbm", 100)}, config);
+  h.cost = key_counting_cost();
+  h.driver.add(request(0, 100, 2, 5));
+  h.driver.add(request(1, 200, 1, 3));
+  h.start();
+  h.decide_and_run();
+  const StepPlan& second = h.scheduler->decide().step;
+  ASSERT_EQ(second.decodes.size(), 2u);
+  ASSERT_TRUE(second.prefills.empty());
+  EXPECT_NEAR(second.compute_s, 10.0, 1e-9);
 }
 
 // HBM holds 8 blocks, DRAM 100. Blocks 1-4 are cached in DRAM only (a request used them, then one of 8
