@@ -210,22 +210,121 @@ struct ServingKey {
   const char* key;
   double StepCosts::*field;
   bool zero_allowed;
+  bool formula_attention;  // unused, so optional and possibly 0, when `attention` prices attention
 };
 
 constexpr ServingKey kServingKeys[] = {
-    {"step_overhead_s", &StepCosts::step_overhead_s, true},
-    {"linear_mfu", &StepCosts::linear_mfu, false},
-    {"attention_mfu", &StepCosts::attention_mfu, false},
-    {"attention_half_rate_keys", &StepCosts::attention_half_rate_keys, true},
-    {"attention_half_rate_queries", &StepCosts::attention_half_rate_queries, true},
-    {"attention_bandwidth_efficiency", &StepCosts::attention_bandwidth_efficiency, false},
+    {"step_overhead_s", &StepCosts::step_overhead_s, true, false},
+    {"linear_mfu", &StepCosts::linear_mfu, false, false},
+    {"attention_mfu", &StepCosts::attention_mfu, false, true},
+    {"attention_half_rate_keys", &StepCosts::attention_half_rate_keys, true, true},
+    {"attention_half_rate_queries", &StepCosts::attention_half_rate_queries, true, true},
+    {"attention_bandwidth_efficiency", &StepCosts::attention_bandwidth_efficiency, false, true},
 };
 constexpr const char* kServingModel = "model";
+constexpr const char* kServingAttention = "attention";
+
+// serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds).
+struct AttentionCountKey {
+  const char* key;
+  int AttentionCosts::*field;
+};
+constexpr AttentionCountKey kAttentionCountKeys[] = {
+    {"query_rows", &AttentionCosts::query_rows},
+    {"multiprocessors", &AttentionCosts::multiprocessors},
+    {"max_splits", &AttentionCosts::max_splits},
+    {"min_split_keys", &AttentionCosts::min_split_keys},
+};
+struct KernelCountKey {
+  const char* key;
+  int AttentionKernelCost::*field;
+};
+constexpr KernelCountKey kKernelCountKeys[] = {
+    {"key_tile", &AttentionKernelCost::key_tile},
+    {"slots", &AttentionKernelCost::slots},
+};
+struct KernelTimeKey {
+  const char* key;
+  double AttentionKernelCost::*field;
+};
+constexpr KernelTimeKey kKernelTimeKeys[] = {
+    {"launch_s", &AttentionKernelCost::launch_s},
+    {"block_s", &AttentionKernelCost::block_s},
+    {"key_tile_s", &AttentionKernelCost::key_tile_s},
+};
+struct KernelKey {
+  const char* key;
+  AttentionKernelCost AttentionCosts::*field;
+};
+constexpr KernelKey kKernelKeys[] = {{"unsplit", &AttentionCosts::unsplit},
+                                     {"split", &AttentionCosts::split}};
+
+// The object at `keys` with exactly the keys `known`, every one of them present.
+const json& complete_object(const json& object, const std::vector<std::string>& keys,
+                            const std::vector<std::string>& known) {
+  expect_object(object, keys);
+  allow_keys(object, keys, known);
+  for (const std::string& key : known) {
+    if (!object.contains(key)) fail(keys, "missing required key '" + key + "'");
+  }
+  return object;
+}
+
+int read_count(const json& value, const std::vector<std::string>& keys) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 1 ||
+      value.get<int64_t>() > std::numeric_limits<int>::max())
+    fail(keys, "expected a positive integer");
+  return static_cast<int>(value.get<int64_t>());
+}
+
+double read_seconds(const json& value, const std::vector<std::string>& keys) {
+  if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < 0)
+    fail(keys, "expected a number of 0 or more");
+  return value.get<double>();
+}
+
+AttentionKernelCost read_kernel(const json& object, const std::vector<std::string>& keys) {
+  std::vector<std::string> known;
+  for (const KernelCountKey& k : kKernelCountKeys) known.push_back(k.key);
+  for (const KernelTimeKey& k : kKernelTimeKeys) known.push_back(k.key);
+  complete_object(object, keys, known);
+  AttentionKernelCost kernel;
+  for (const KernelCountKey& k : kKernelCountKeys)
+    kernel.*k.field = read_count(object.at(k.key), child_keys(keys, k.key));
+  for (const KernelTimeKey& k : kKernelTimeKeys)
+    kernel.*k.field = read_seconds(object.at(k.key), child_keys(keys, k.key));
+  return kernel;
+}
+
+AttentionCosts read_attention(const json& object) {
+  const std::vector<std::string> root = {"serving", kServingAttention};
+  std::vector<std::string> known;
+  for (const AttentionCountKey& k : kAttentionCountKeys) known.push_back(k.key);
+  for (const KernelKey& k : kKernelKeys) known.push_back(k.key);
+  complete_object(object, root, known);
+  AttentionCosts costs;
+  for (const AttentionCountKey& k : kAttentionCountKeys)
+    costs.*k.field = read_count(object.at(k.key), child_keys(root, k.key));
+  for (const KernelKey& k : kKernelKeys)
+    costs.*k.field = read_kernel(object.at(k.key), child_keys(root, k.key));
+  return costs;
+}
+
+json attention_json(const AttentionCosts& costs) {
+  json out = json::object();
+  for (const AttentionCountKey& k : kAttentionCountKeys) out[k.key] = costs.*k.field;
+  for (const KernelKey& kernel : kKernelKeys) {
+    json& object = out[kernel.key] = json::object();
+    for (const KernelCountKey& k : kKernelCountKeys) object[k.key] = (costs.*kernel.field).*k.field;
+    for (const KernelTimeKey& k : kKernelTimeKeys) object[k.key] = (costs.*kernel.field).*k.field;
+  }
+  return out;
+}
 
 ServingCalibration read_serving(const json& serving) {
   const std::vector<std::string> root = {"serving"};
   expect_object(serving, root);
-  std::vector<std::string> known = {kServingModel};
+  std::vector<std::string> known = {kServingModel, kServingAttention};
   for (const ServingKey& k : kServingKeys) known.push_back(k.key);
   allow_keys(serving, root, known);
   auto require = [&](const char* key) {
@@ -237,22 +336,34 @@ ServingCalibration read_serving(const json& serving) {
   if (!model.is_string())
     fail({"serving", kServingModel}, "expected a string, got " + std::string(model.type_name()));
   result.model = model.get<std::string>();
+  if (serving.contains(kServingAttention))
+    result.costs.attention = read_attention(serving.at(kServingAttention));
+  const bool formula_unused = result.costs.attention.has_value();
   for (const ServingKey& k : kServingKeys) {
+    const bool optional = formula_unused && k.formula_attention;
+    if (optional && !serving.contains(k.key)) continue;
     require(k.key);
     const json& value = serving.at(k.key);
     const std::vector<std::string> keys = child_keys(root, k.key);
     if (!value.is_number()) fail(keys, "expected a number, got " + std::string(value.type_name()));
     const double number = value.get<double>();
-    if (!std::isfinite(number) || number < 0 || (number == 0 && !k.zero_allowed))
-      fail(keys, k.zero_allowed ? "expected a number of 0 or more" : "expected a positive number");
+    const bool zero_allowed = k.zero_allowed || optional;
+    if (!std::isfinite(number) || number < 0 || (number == 0 && !zero_allowed))
+      fail(keys, zero_allowed ? "expected a number of 0 or more" : "expected a positive number");
     result.costs.*k.field = number;
   }
   return result;
 }
 
+// Beside `attention`, the formula's attention keys are written only where a fit gave them a value.
 json serving_json(const ServingCalibration& serving) {
   json out = {{kServingModel, serving.model}};
-  for (const ServingKey& k : kServingKeys) out[k.key] = serving.costs.*k.field;
+  const std::optional<AttentionCosts>& attention = serving.costs.attention;
+  for (const ServingKey& k : kServingKeys) {
+    if (attention && k.formula_attention && serving.costs.*k.field == 0) continue;
+    out[k.key] = serving.costs.*k.field;
+  }
+  if (attention) out[kServingAttention] = attention_json(*attention);
   return out;
 }
 

@@ -3,7 +3,9 @@
 // The file is JSON (docs/hardware-mode.md lists every key). `hardware` holds measured values of the
 // hardware file's keys, in its units ("55.30GB/s", "2.59us"); `kernels` holds GPU rates, among them the
 // quantize and dequantize rate of each KV encoding the run measured; `serving` holds the cost model's step
-// terms fitted to timed forward-pass steps of one model; `measurements` keeps the raw samples for refits.
+// terms fitted to timed forward-pass steps of one model (with `serving.attention`, the tiling and block
+// costs that price attention instead of the formula's attention terms, which then become optional);
+// `measurements` keeps the raw samples for refits.
 // to_json / from_json below are the only code that knows the file's keys: the hardware tool writes through
 // them and the simulator reads through them. Kernel rates are keyed by Encoding value, so a tier stored as
 // int4 is never charged the TurboQuant rate: an encoding the run did not measure has no rate, and the caller

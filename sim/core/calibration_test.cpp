@@ -366,5 +366,133 @@ TEST(Calibration, ServingErrorsAreLocated) {
             "c.json:1:39: serving.model: expected a string, got number");
 }
 
+// ---- the serving step costs with attention priced from the kernel's blocks ----
+
+Calibration with_block_attention() {
+  Calibration c;
+  c.serving = ServingCalibration{
+      .model = "Llama-3.1-8B",
+      .costs = {
+          .step_overhead_s = 1.5e-3,
+          .linear_mfu = 0.61,
+          .attention = AttentionCosts{
+              .query_rows = 64,
+              .multiprocessors = 132,
+              .max_splits = 32,
+              .min_split_keys = 512,
+              .unsplit = {.key_tile = 128,
+                          .slots = 264,
+                          .launch_s = 4.25e-6,
+                          .block_s = 1.125e-6,
+                          .key_tile_s = 2.2345678901e-6},
+              .split = {
+                  .key_tile = 64, .slots = 132, .launch_s = 9.5e-6, .block_s = 0, .key_tile_s = 2.0517e-6}}}};
+  return c;
+}
+
+TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
+  const nlohmann::json json = with_block_attention();
+  const nlohmann::json kernel_keys = {{"key_tile", 128},
+                                      {"slots", 264},
+                                      {"launch_s", 4.25e-6},
+                                      {"block_s", 1.125e-6},
+                                      {"key_tile_s", 2.2345678901e-6}};
+  EXPECT_EQ(json["serving"], nlohmann::json({{"model", "Llama-3.1-8B"},
+                                             {"step_overhead_s", 1.5e-3},
+                                             {"linear_mfu", 0.61},
+                                             {"attention",
+                                              {{"query_rows", 64},
+                                               {"multiprocessors", 132},
+                                               {"max_splits", 32},
+                                               {"min_split_keys", 512},
+                                               {"unsplit", kernel_keys},
+                                               {"split",
+                                                {{"key_tile", 64},
+                                                 {"slots", 132},
+                                                 {"launch_s", 9.5e-6},
+                                                 {"block_s", 0.0},
+                                                 {"key_tile_s", 2.0517e-6}}}}}}));
+  const Calibration back =
+      parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
+  ASSERT_TRUE(back.serving && back.serving->costs.attention);
+  const AttentionCosts& a = *back.serving->costs.attention;
+  const Calibration original = with_block_attention();
+  const AttentionCosts& expected = *original.serving->costs.attention;
+  EXPECT_EQ(a.query_rows, 64);
+  EXPECT_EQ(a.multiprocessors, 132);
+  EXPECT_EQ(a.max_splits, 32);
+  EXPECT_EQ(a.min_split_keys, 512);
+  for (const auto& [read, written] : {std::pair{a.unsplit, expected.unsplit}, {a.split, expected.split}}) {
+    EXPECT_EQ(read.key_tile, written.key_tile);
+    EXPECT_EQ(read.slots, written.slots);
+    EXPECT_EQ(read.launch_s, written.launch_s);
+    EXPECT_EQ(read.block_s, written.block_s);
+    EXPECT_EQ(read.key_tile_s, written.key_tile_s);
+  }
+  EXPECT_EQ(back.serving->costs.attention_mfu, 0) << "formula keys are optional beside attention";
+  EXPECT_FALSE(nlohmann::json(with_serving())["serving"].contains("attention")) << "no blocks, no object";
+}
+
+TEST(Calibration, ServingAttentionKeepsFormulaKeysThatWereFitted) {
+  Calibration c = with_serving();
+  c.serving->costs.attention = with_block_attention().serving->costs.attention;
+  const nlohmann::json json = c;
+  EXPECT_EQ(json["serving"]["attention_mfu"], 0.41);
+  const Calibration back =
+      parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
+  EXPECT_EQ(back.serving->costs.attention_half_rate_queries, 256.25);
+  EXPECT_TRUE(back.serving->costs.attention);
+}
+
+// A serving section whose attention object has each key on a line of its own, `from` replaced by `to`.
+std::string attention_file(const std::string& from = "", const std::string& to = "") {
+  std::string text =
+      "{\"hardware\": {},\n"
+      " \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, \"linear_mfu\": 0.5,\n"
+      "  \"attention\": {\"query_rows\": 128, \"multiprocessors\": 132, \"max_splits\": 64, "
+      "\"min_split_keys\": 256,\n"
+      "   \"unsplit\": {\"key_tile\": 128, \"slots\": 132, \"launch_s\": 5e-06, \"block_s\": 1e-06, "
+      "\"key_tile_s\": 2e-06},\n"
+      "   \"split\": {\"key_tile\": 64, \"slots\": 132, \"launch_s\": 7e-06, \"block_s\": 1e-06, "
+      "\"key_tile_s\": 3e-06}}}}";
+  if (!from.empty()) {
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  return text;
+}
+
+TEST(Calibration, ServingAttentionErrorsAreLocated) {
+  auto error_with = [](const std::string& from, const std::string& to) {
+    return error_of([&] { parse_calibration(attention_file(from, to), "c.json"); });
+  };
+  EXPECT_TRUE(parse_calibration(attention_file(), "c.json").serving->costs.attention) << "the file is valid";
+  // Line 3: `  "attention": ` is 15 characters, so its object opens at column 16.
+  EXPECT_EQ(error_with("\"multiprocessors\": 132, ", ""),
+            "c.json:3:16: serving.attention: missing required key 'multiprocessors'");
+  // Line 4: `   "unsplit": ` is 14 characters; the object opens at 15, "slots" at 33 and its value at 42.
+  EXPECT_EQ(error_with("\"slots\": 132, \"launch_s\": 5e-06", "\"launch_s\": 5e-06"),
+            "c.json:4:15: serving.attention.unsplit: missing required key 'slots'");
+  EXPECT_EQ(error_with("\"slots\": 132, \"launch_s\": 5e-06", "\"slots\": 0, \"launch_s\": 5e-06"),
+            "c.json:4:42: serving.attention.unsplit.slots: expected a positive integer");
+  EXPECT_EQ(error_with("\"slots\": 132, \"launch_s\": 5e-06", "\"slots\": 1.5, \"launch_s\": 5e-06"),
+            "c.json:4:42: serving.attention.unsplit.slots: expected a positive integer");
+  // Line 5: `   "split": {"key_tile": 64, "slots": 132, "launch_s": 7e-06, "block_s": ` is 73 characters; an
+  // unknown key is located at its value, `   "split": {"key_tiles": ` being 26.
+  EXPECT_EQ(error_with("\"block_s\": 1e-06, \"key_tile_s\": 3e-06", "\"block_s\": -1, \"key_tile_s\": 3e-06"),
+            "c.json:5:74: serving.attention.split.block_s: expected a number of 0 or more");
+  EXPECT_EQ(
+      error_with("\"split\": {\"key_tile\": 64", "\"split\": {\"key_tiles\": 64"),
+      "c.json:5:27: serving.attention.split.key_tiles: unknown key 'key_tiles' (did you mean 'key_tile'?)");
+  EXPECT_EQ(error_with("\"query_rows\": 128", "\"query_rows\": \"128\""),
+            "c.json:3:31: serving.attention.query_rows: expected a positive integer");
+  const std::string not_an_object =
+      "{\"hardware\": {}, \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, \"linear_mfu\": 0.5, "
+      "\"attention\": 4}}";
+  EXPECT_EQ(error_of([&] { parse_calibration(not_an_object, "c.json"); }),
+            "c.json:1:98: serving.attention: expected an object, got number");
+}
+
 }  // namespace
 }  // namespace kvtier
