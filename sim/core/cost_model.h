@@ -103,7 +103,8 @@ class CostModel {
   double prefill_seconds(int64_t cached_tokens, int64_t new_tokens) const;
   // Tokens per second when prefilling `tokens` from scratch.
   double prefill_tokens_per_s(int64_t tokens) const;
-  // One decode step for `batch` sequences holding `context_tokens` tokens of KV between them.
+  // One decode step for `batch` sequences holding `context_tokens` tokens of KV between them (with
+  // block-priced attention, spread evenly over the batch).
   double decode_step_seconds(int64_t batch, int64_t context_tokens) const;
   double decode_flops(int64_t batch, int64_t context_tokens) const;
 
