@@ -86,7 +86,8 @@ struct SweepPoint {
 };
 
 struct SweepRecord {
-  std::string command, device, model;
+  std::string command, device;
+  std::string model;  // as --model gave it: a built-in card's name or a file, for kvtier breakeven --compare
   std::string hbm_kv = "bf16";  // HBM's layout: the forward pass reads bf16
   int64_t block_tokens = 0;
   int64_t new_tokens = 0;

@@ -171,7 +171,7 @@ void run_breakeven(const BreakevenArguments& a) {
   Machine machine(card, blocks, lengths.back() + a.new_tokens, a.block_tokens);
   for (const Series& s : series) open_store(a, card, s, machine, 1);  // refused layouts fail here, untimed
 
-  SweepRecord record{command_line(), gpu::current_device_description(), card.name, "bf16", a.block_tokens,
+  SweepRecord record{command_line(), gpu::current_device_description(), a.model, "bf16", a.block_tokens,
                      a.new_tokens, {}};
   for (const Series& s : series) measure_series(a, card, s, machine, lengths, blocks, record);
   write_json_file(a.out, sweep_json(record));
