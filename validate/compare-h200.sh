@@ -2,14 +2,20 @@
 # The CPU half of kvtier's validation set: simulate each validation scenario with the calibration that
 # validate/run-h200.sh measured, compare with the served run, and keep the report beside it.
 # Run from the repository root after building kvtier:
-#   validate/compare-h200.sh DIR [SCENARIO...]      (DIR: the folder run-h200.sh wrote)
+#   validate/compare-h200.sh DIR [SCENARIO...] [breakeven]      (DIR: the folder run-h200.sh wrote)
 # For each scenario NAME it writes DIR/NAME-sim (the simulation), DIR/NAME-validation.txt (the table),
-# DIR/NAME-validation.json and the plots DIR/NAME-plots/. Exit status 1 when any target is missed.
+# DIR/NAME-validation.json and the plots DIR/NAME-plots/; for case (e), the break-even sweep
+# DIR/e-breakeven.json, DIR/e-breakeven-validation.txt and .json (by default, or when `breakeven` is named).
+# Exit status 1 when any target is missed.
 set -u -o pipefail
 dir=${1:?usage: validate/compare-h200.sh DIR [SCENARIO...]}
 shift
-scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+scenarios=()
+breakeven=$([ $# -eq 0 ] && echo 1 || echo 0)
+for arg in "$@"; do
+  if [ "$arg" = breakeven ]; then breakeven=1; else scenarios+=("$arg"); fi
+done
+[ $# -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
 kvtier=${KVTIER:-build/sim/cli/kvtier}
 status=0
 for scenario in "${scenarios[@]}"; do
@@ -21,4 +27,10 @@ for scenario in "${scenarios[@]}"; do
   "$kvtier" "${args[@]}" --format json > "$dir/$name-validation.json"
   echo "$name: $(tail -1 "$dir/$name-validation.txt")"
 done
+if [ "$breakeven" = 1 ]; then
+  args=(breakeven --compare "$dir/e-breakeven.json" --hardware h200 --calibration "$dir/calibration.json")
+  "$kvtier" "${args[@]}" > "$dir/e-breakeven-validation.txt" || status=1
+  "$kvtier" "${args[@]}" --format json > "$dir/e-breakeven-validation.json"
+  echo "e-breakeven: $(tail -1 "$dir/e-breakeven-validation.txt")"
+fi
 exit $status

@@ -1,15 +1,21 @@
 #!/usr/bin/env bash
 # The GPU half of kvtier's validation set: calibrate from microbenchmarks, then serve each validation
 # scenario for real. Run from the repository root on the H200 machine:
-#   validate/run-h200.sh OUTDIR [SCENARIO...]      (default: every validate/scenarios/h200-*.yaml)
+#   validate/run-h200.sh OUTDIR [SCENARIO...] [breakeven]
+# (default: every validate/scenarios/h200-*.yaml, then case (e), the break-even sweep: about 8 minutes for
+# Llama-3.1-8B, bf16 and int4, DRAM and NVMe; named scenarios run alone unless `breakeven` is named too).
 # KVTIER_HW names the kvtier-hw binary (default: build-gpu/hw/tools/kvtier-hw, built here if missing).
 # The calibration never sees a serving run: it times copies, the disk and isolated forward-pass steps.
 # The CPU half, validate/compare-h200.sh, simulates each scenario with that calibration and compares.
 set -u -o pipefail
 out=${1:?usage: validate/run-h200.sh OUTDIR [SCENARIO...]}
 shift
-scenarios=("$@")
-[ ${#scenarios[@]} -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+scenarios=()
+breakeven=$([ $# -eq 0 ] && echo 1 || echo 0)
+for arg in "$@"; do
+  if [ "$arg" = breakeven ]; then breakeven=1; else scenarios+=("$arg"); fi
+done
+[ $# -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
 hw=${KVTIER_HW:-build-gpu/hw/tools/kvtier-hw}
 if [ ! -x "$hw" ]; then
   cmake -B build-gpu -DKVTIER_SIM=OFF -DKVTIER_GPU=cuda -DKVTIER_TESTS=OFF -DKVTIER_BENCHMARKS=OFF \
@@ -27,4 +33,9 @@ for scenario in "${scenarios[@]}"; do
   name=${name#h200-}
   "$hw" serve "$scenario" --nvme-dir "$PWD" --out "$out/$name" --force 2>&1 | tee "$out/$name.log" || status=1
 done
+# (e): loading a cached prefix from DRAM and from NVMe against recomputing it, 1K to 64K tokens.
+if [ "$breakeven" = 1 ]; then
+  "$hw" breakeven --model llama-3.1-8b --kv bf16,int4 --paths dram,nvme --sweep 1K:64K:1.25 --new-tokens 1024 \
+    --repeats 3 --nvme-dir "$PWD" --out "$out/e-breakeven.json" 2>&1 | tee "$out/e-breakeven.log" || status=1
+fi
 exit $status
