@@ -15,6 +15,7 @@
 #include "hw/serve/step_runner.h"
 #include "hw/serve/store_backend.h"
 #include "hw/store/gpu_device_pages.h"
+#include "hw/store/page_packing.h"
 #include "sim/engine/workload.h"
 #include "sim/serving/scheduler.h"
 
@@ -30,6 +31,14 @@ class PagePrefix : public DevicePages {
   MemoryRegion allocate_host(uint64_t bytes) const override { return all_.allocate_host(bytes); }
   void offload(std::span<const int64_t> pages, std::span<std::byte* const> host) override { all_.offload(pages, host); }
   void reload(std::span<const int64_t> pages, std::span<std::byte* const> host) override { all_.reload(pages, host); }
+  void offload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                      std::span<std::byte* const> host) override {
+    all_.offload_packed(packing, pages, host);
+  }
+  void reload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                     std::span<std::byte* const> host) override {
+    all_.reload_packed(packing, pages, host);
+  }
   void synchronize() override { all_.synchronize(); }
 
  private:
@@ -55,9 +64,11 @@ void check_servable(const Scenario& s) {
   for (size_t t = 1; t < s.tiers.size(); ++t) {
     if (s.tiers[t].medium == Medium::kRemote)
       elements[t].child("medium").fail("kvtier-hw serve has no remote pool; use dram or nvme");
-    if (s.tiers[t].layout != s.tiers[0].layout)
-      elements[t].child("kv").fail("kvtier-hw serve's store moves pages unchanged, so every tier needs HBM's "
-                                   "layout, " + s.tiers[0].layout.name);
+    const std::string problem = lower_layout_problem(s.tiers[0].layout, s.tiers[t].layout);
+    if (!problem.empty()) elements[t].child("kv").fail("kvtier-hw serve: " + problem);
+    if (t > 1 && s.tiers[t].layout != s.tiers[1].layout)
+      elements[t].child("kv").fail("kvtier-hw serve's store moves pages between the tiers below HBM unchanged, "
+                                   "so they need one layout, " + s.tiers[1].layout.name);
   }
   if (s.gpus != 1) s.config->child("instance").child("gpus").fail("kvtier-hw serve runs one GPU");
   const ConfigNode& instance = s.config->has("instance") ? s.config->child("instance") : *s.config;

@@ -53,15 +53,41 @@ void serve(Scheduler& scheduler) {
   }
 }
 
-TEST(StoreBackend, TheStoreEndsWhereTheSchedulersCacheEnds) {
-  const std::vector<TierSpec> tiers = tier_configs(10, 14, 20)[0].tiers;
-  ScratchDirectory dir("store-backend");
-  HostMemoryPages device(10 + kSpare, kPageBytes);
-  TieredStore store(tiers, device, nvme_for(tiers, dir, kPageBytes), kTestOptions);
+// The bytes the cache model's events of `kinds` from `from` to `to` moved over the link (a copy out of HBM
+// counts what it writes, any other what it reads: the bytes in the lower tier's layout).
+double modelled_bytes(const TieredCache& cache, std::initializer_list<CacheEventKind> kinds, int from, int to) {
+  double bytes = 0;
+  for (CacheEventKind kind : kinds) {
+    const TrafficTotals::Flow& f = cache.traffic().flow(kind, from, to);
+    bytes += static_cast<double>(from == 0 ? f.to_bytes : f.from_bytes);
+  }
+  return bytes;
+}
+
+// The store's own copies per path carry what the cache model moved over the same links.
+void expect_store_paths_match_the_model(const TieredStore& store, const TieredCache& cache) {
+  const auto path_bytes = [&](TransferPath path) {
+    return static_cast<double>(store.transfers()[static_cast<size_t>(path)].bytes);
+  };
+  const std::initializer_list<CacheEventKind> stores = {CacheEventKind::kDemote, CacheEventKind::kWriteThrough};
+  EXPECT_EQ(path_bytes(TransferPath::kOffload), modelled_bytes(cache, stores, 0, 1) + modelled_bytes(cache, stores, 0, 2));
+  EXPECT_EQ(path_bytes(TransferPath::kNvmePut), modelled_bytes(cache, stores, 0, 2) + modelled_bytes(cache, stores, 1, 2));
+  EXPECT_EQ(path_bytes(TransferPath::kNvmeGet), modelled_bytes(cache, {CacheEventKind::kPromote}, 2, 0));
+  EXPECT_EQ(path_bytes(TransferPath::kReload), modelled_bytes(cache, {CacheEventKind::kPromote}, 1, 0) +
+                                                   modelled_bytes(cache, {CacheEventKind::kPromote}, 2, 0));
+}
+
+// Serves requests whose decode grows through a StoreBackend on a three-tier store of `tiers`, and checks the
+// store, the rows of transfers.csv and the store's copies against the scheduler's own cache model.
+void serve_and_check(const std::vector<TierSpec>& tiers, DevicePages& device, const std::string& name) {
+  ScratchDirectory dir(name);
+  TieredStore store(tiers, device, nvme_for(tiers, dir, static_cast<uint64_t>(tiers[2].bytes_per_block())),
+                    kTestOptions);
   StoreBackend backend(store);
   TieredCache cache(tiers);
   std::unique_ptr<ReplayDriver> driver = make_open_loop(std::make_unique<RequestList>(decoding_requests()), {});
-  const CostModel cost = CostModel::fixed_prefill_rate(ModelCard{}, 1e6, kBytesPerToken);
+  const CostModel cost =
+      CostModel::fixed_prefill_rate(ModelCard{}, 1e6, static_cast<double>(tiers[0].layout.bytes_per_token()));
   SchedulerConfig config;
   config.kv_space_bytes = static_cast<double>(tiers[0].capacity_bytes);
   config.tier_conversions.assign(tiers.size(), {1e12, 1e12});
@@ -115,6 +141,21 @@ TEST(StoreBackend, TheStoreEndsWhereTheSchedulersCacheEnds) {
   EXPECT_GT(hbm_to_dram, 0);
   EXPECT_EQ(store_rows["hbm->dram"], hbm_to_dram);
   EXPECT_EQ(store_bytes["hbm->dram"], static_cast<double>(hbm_to_dram * tiers[1].bytes_per_block()));
+  expect_store_paths_match_the_model(store, cache);
+}
+
+TEST(StoreBackend, TheStoreEndsWhereTheSchedulersCacheEnds) {
+  HostMemoryPages device(10 + kSpare, kPageBytes);
+  serve_and_check(tier_configs(10, 14, 20)[0].tiers, device, "store-backend");
+}
+
+// bf16 in HBM, int4 below: every row and every copy of the store carries the packed 1,920 bytes of a
+// block, as the simulator counts a 4-bit tier's links.
+TEST(StoreBackend, Int4TiersMoveAndReportPackedBlocks) {
+  const std::vector<TierSpec> tiers = tier_configs(10, 14, 20, int4_layouts())[0].tiers;
+  ASSERT_EQ(tiers[1].bytes_per_block(), static_cast<int64_t>(kInt4TestPackedBytes));
+  HostMemoryPages device(10 + kSpare, kInt4TestPageBytes);
+  serve_and_check(tiers, device, "store-backend-int4");
 }
 
 }  // namespace

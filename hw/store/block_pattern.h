@@ -4,6 +4,12 @@
 // for the KV prefill would compute) and expect exactly those bytes back wherever the block travels. Every
 // 8-byte word differs (a hash of the block id and the word's index), so a page swapped with another,
 // shifted, or torn at any offset is caught.
+//
+// A store whose lower tiers are int4 (page_packing.h) gives a page back only as exactly as int4 holds it,
+// so its tests write the int4-exact pattern instead: bf16 values 0 to 15, each aligned run of 16 values
+// holding every one of them once, in an order that depends on the block and the run. A group of 16 or more
+// values then has minimum 0 and maximum 15 (scale 1, zero 0), and quantizing and dequantizing gives every
+// value back bit for bit.
 #pragma once
 
 #include <cstddef>
@@ -16,13 +22,15 @@
 
 namespace kvtier::hw {
 
-void fill_block_pattern(uint64_t block, std::span<std::byte> bytes);
-bool has_block_pattern(uint64_t block, std::span<const std::byte> bytes);
+enum class PatternKind { kBytes, kInt4Exact };
+
+void fill_block_pattern(uint64_t block, std::span<std::byte> bytes, PatternKind kind = PatternKind::kBytes);
+bool has_block_pattern(uint64_t block, std::span<const std::byte> bytes, PatternKind kind = PatternKind::kBytes);
 
 // Writes and checks patterns in device pages through host staging pages, up to `batch_pages` per copy.
 class DevicePatterns {
  public:
-  DevicePatterns(DevicePages& device, int64_t batch_pages);
+  DevicePatterns(DevicePages& device, int64_t batch_pages, PatternKind kind = PatternKind::kBytes);
 
   void write(std::span<const int64_t> pages, std::span<const uint64_t> blocks);
   // The blocks whose page does not hold their pattern.
@@ -34,6 +42,7 @@ class DevicePatterns {
 
   DevicePages& device_;
   int64_t batch_pages_;
+  PatternKind kind_;
   MemoryRegion staging_;
 };
 

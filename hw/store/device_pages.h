@@ -7,6 +7,10 @@
 // A page is one block of every layer group, moved in the staging layout (page_copy.h): page_bytes()
 // bytes back to back. Host pages handed to offload()/reload() come from allocate_host() and hold at least
 // page_bytes() bytes; pages that sit host_pitch() apart can be moved by one copy.
+// offload_packed()/reload_packed() are the same copies with the host side packed (page_packing.h): the
+// device quantizes a page before it leaves and dequantizes it after it arrived, and only the packed bytes
+// cross; the host pages then hold packing.packed_bytes(), and those round_up_to_io() of it apart can be
+// moved by one copy.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +19,7 @@
 
 #include "hw/store/block_file.h"
 #include "hw/store/memory_region.h"
+#include "hw/store/page_packing.h"
 
 namespace kvtier::hw {
 
@@ -34,6 +39,11 @@ class DevicePages {
   // every enqueued copy. REQUIRES: the page ids are below page_count(), spans of equal length.
   virtual void offload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) = 0;
   virtual void reload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) = 0;
+  // REQUIRES besides: packing.page_bytes() == page_bytes().
+  virtual void offload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                              std::span<std::byte* const> host_pages) = 0;
+  virtual void reload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                             std::span<std::byte* const> host_pages) = 0;
   virtual void synchronize() = 0;
 };
 

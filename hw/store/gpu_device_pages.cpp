@@ -20,4 +20,14 @@ void GpuDevicePages::reload(std::span<const int64_t> pages, std::span<std::byte*
   engine_.reload(pages, host_pages);
 }
 
+void GpuDevicePages::offload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                                    std::span<std::byte* const> host_pages) {
+  engine_.offload_packed(packing, pages, host_pages);
+}
+
+void GpuDevicePages::reload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                                   std::span<std::byte* const> host_pages) {
+  engine_.reload_packed(packing, pages, host_pages);
+}
+
 }  // namespace kvtier::hw

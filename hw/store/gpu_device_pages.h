@@ -1,5 +1,6 @@
 // DevicePages on a GPU: an HbmKvCache (one pool per layer group) moved by the batched OffloadEngine.
 // Host memory is pinned, and the engine merges host pages that sit host_pitch() apart into one copy.
+// Packed copies quantize and dequantize on the GPU with the int4 kernels (kernels_gpu.h).
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,10 @@ class GpuDevicePages : public DevicePages {
 
   void offload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) override;
   void reload(std::span<const int64_t> pages, std::span<std::byte* const> host_pages) override;
+  void offload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                      std::span<std::byte* const> host_pages) override;
+  void reload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                     std::span<std::byte* const> host_pages) override;
   void synchronize() override { engine_.synchronize(); }
 
   const HbmKvCache& cache() const { return cache_; }

@@ -47,4 +47,25 @@ void HostMemoryPages::reload(std::span<const int64_t> pages, std::span<std::byte
   for (size_t i = 0; i < pages.size(); ++i) std::memcpy(page(pages[i]), host_pages[i], page_bytes_);
 }
 
+void HostMemoryPages::check_packing(const PagePacking& packing) const {
+  if (packing.page_bytes() != page_bytes_) {
+    throw StoreError(StoreErrc::kBadRequest, "a packing of " + std::to_string(packing.page_bytes()) +
+                                                 "-byte pages for device pages of " + std::to_string(page_bytes_));
+  }
+}
+
+void HostMemoryPages::offload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                                     std::span<std::byte* const> host_pages) {
+  check_lengths(pages, host_pages);
+  check_packing(packing);
+  for (size_t i = 0; i < pages.size(); ++i) pack_page(packing, page(pages[i]), host_pages[i]);
+}
+
+void HostMemoryPages::reload_packed(const PagePacking& packing, std::span<const int64_t> pages,
+                                    std::span<std::byte* const> host_pages) {
+  check_lengths(pages, host_pages);
+  check_packing(packing);
+  for (size_t i = 0; i < pages.size(); ++i) unpack_page(packing, host_pages[i], page(pages[i]));
+}
+
 }  // namespace kvtier::hw

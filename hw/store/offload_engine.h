@@ -13,6 +13,11 @@
 //
 // Host pages are addressed individually (they come from a PagePool); pages that sit `host_pitch`
 // apart are moved by one copy. REQUIRES: host pages are pinned, each at least staged_page_bytes long.
+//
+// The packed calls (page_packing.h) add one kernel per chunk on the kernel stream: after the gather, the
+// chunk's pages are quantized into a second staging buffer of packed pages, and only those cross PCIe;
+// a reload copies packed pages up and dequantizes them into the staging buffer before the scatter. Their
+// host pages hold packed_bytes() each, and those round_up_to_io(packed_bytes()) apart move by one copy.
 #pragma once
 
 #include <cstddef>
@@ -23,6 +28,7 @@
 #include "hw/gpu/device_buffer.h"
 #include "hw/store/hbm_kv_cache.h"
 #include "hw/store/memory_region.h"
+#include "hw/store/page_packing.h"
 
 namespace kvtier::hw {
 
@@ -40,6 +46,12 @@ class OffloadEngine {
                gpuEvent_t ready = nullptr);
   // Copies host_pages[i] into page page_ids[i] of the cache.
   void reload(std::span<const int64_t> page_ids, std::span<std::byte* const> host_pages);
+  // The same with host pages packed. REQUIRES besides: packing.page_bytes() == staged_page_bytes
+  // (else StoreError kBadRequest).
+  void offload_packed(const PagePacking& packing, std::span<const int64_t> page_ids,
+                      std::span<std::byte* const> host_pages);
+  void reload_packed(const PagePacking& packing, std::span<const int64_t> page_ids,
+                     std::span<std::byte* const> host_pages);
 
   // Recorded after the last enqueued offload / reload has completed its final copy or scatter.
   gpuEvent_t offload_done() const { return offload_.done.get(); }
@@ -60,12 +72,26 @@ class OffloadEngine {
     gpu::Event filled[2];
     gpu::Event drained[2];
     gpu::Event done;
+    gpu::DeviceBuffer<std::byte> packed[2];  // allocated by the first packed call
+  };
+  // What crosses to the host: staged pages, or packed ones.
+  struct HostForm {
+    const PagePacking* packing;  // null: staged pages as they are
+    uint64_t bytes;              // per page
+    uint64_t pitch;              // between host pages that one copy moves
   };
 
+  HostForm host_form(const PagePacking* packing) const;
+  void offload_chunks(std::span<const int64_t> page_ids, std::span<std::byte* const> host_pages, gpuEvent_t ready,
+                      const HostForm& form);
+  void reload_chunks(std::span<const int64_t> page_ids, std::span<std::byte* const> host_pages,
+                     const HostForm& form);
   void upload_page_ids(Direction& direction, std::span<const int64_t> page_ids);
-  // Moves `count` staged pages between staging and host pages, one copy per run of evenly spaced pages.
-  void copy_host_runs(std::byte* staging, std::span<std::byte* const> host_pages, TransferDirection direction,
-                      gpuStream_t stream) const;
+  // The buffer of `direction` that crosses PCIe for chunk buffer `buffer`.
+  std::byte* crossing_buffer(Direction& direction, int buffer, const HostForm& form) const;
+  // Moves host_pages.size() pages between `device` and host pages, one copy per run of evenly spaced pages.
+  void copy_host_runs(std::byte* device, std::span<std::byte* const> host_pages, TransferDirection direction,
+                      const HostForm& form, gpuStream_t stream) const;
 
   std::vector<PageGroup> groups_;
   uint64_t staged_bytes_;

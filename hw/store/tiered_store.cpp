@@ -38,9 +38,11 @@ std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard&
     if (tiers[t].medium == Medium::kRemote) {
       elements[t].child("medium").fail("the hardware mode's store has no remote pool; use dram or nvme");
     }
-    if (tiers[t].layout != tiers[0].layout) {
-      elements[t].child("kv").fail("the store moves pages unchanged (no quantization on offload), so every "
-                                   "tier needs tier 0's layout, " + tiers[0].layout.name);
+    const std::string problem = lower_layout_problem(tiers[0].layout, tiers[t].layout);
+    if (!problem.empty()) elements[t].child("kv").fail(problem);
+    if (t > 1 && tiers[t].layout != tiers[1].layout) {
+      elements[t].child("kv").fail("the tiers below HBM move pages between them unchanged, so they need one "
+                                   "layout, " + tiers[1].layout.name);
     }
   }
   const auto by_medium = [](const TierSpec& a, const TierSpec& b) { return a.medium < b.medium; };
@@ -50,8 +52,8 @@ std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard&
   return tiers;
 }
 
-TieredStore::HostPages::HostPages(const DevicePages& device, int64_t count)
-    : pitch(device.host_pitch()),
+TieredStore::HostPages::HostPages(const DevicePages& device, uint64_t page_bytes, int64_t count)
+    : pitch(round_up_to_io(page_bytes)),
       memory(device.allocate_host(std::max<uint64_t>(count, 1) * pitch)),
       slots(static_cast<uint64_t>(count)) {}
 
@@ -61,9 +63,11 @@ TieredStore::TieredStore(std::vector<TierSpec> tiers, DevicePages& device, std::
       tier_of_medium_(tiers_by_medium(tiers)),
       device_(device),
       nvme_(std::move(nvme)),
+      packing_(packing_of(tiers, options)),
       hbm_(static_cast<uint64_t>(device.page_count())),
-      dram_(device, dram_pages(tiers, options)),
-      staging_(device, options.staging_pages) {
+      dram_(device, lower_page_bytes(), dram_pages(tiers, options)),
+      staging_(device, lower_page_bytes(), options.staging_pages),
+      hbm_readback_(device.allocate_host(device.host_pitch())) {
   if ((nvme_ != nullptr) != (tier_of(Medium::kNvme) >= 0)) {
     bad_request(nvme_ ? "an NVMe store was given but there is no nvme tier"
                       : "the nvme tier needs an NVMe store");
@@ -83,11 +87,15 @@ void TieredStore::check_tiers(const std::vector<TierSpec>& tiers, const DevicePa
     }
     earliest = at + 1;
   }
-  for (const TierSpec& tier : tiers) {
-    if (static_cast<uint64_t>(tier.bytes_per_block()) != device.page_bytes()) {
-      bad_request("tier " + tier.name + " stores " + std::to_string(tier.bytes_per_block()) +
-                  " bytes per block but a device page holds " + std::to_string(device.page_bytes()) +
-                  "; pages move unchanged (no quantization on offload), so every tier needs tier 0's layout");
+  if (static_cast<uint64_t>(tiers[0].bytes_per_block()) != device.page_bytes()) {
+    bad_request("tier " + tiers[0].name + " stores " + std::to_string(tiers[0].bytes_per_block()) +
+                " bytes per block but a device page holds " + std::to_string(device.page_bytes()));
+  }
+  for (size_t t = 2; t < tiers.size(); ++t) {
+    if (tiers[t].layout != tiers[1].layout) {
+      bad_request("tier " + tiers[t].name + " is in " + tiers[t].layout.name + " but tier " + tiers[1].name +
+                  " in " + tiers[1].layout.name + "; the tiers below HBM move pages between them unchanged, "
+                  "so they need one layout");
     }
   }
   if (tiers[0].capacity_blocks() > device.page_count()) {
@@ -97,6 +105,17 @@ void TieredStore::check_tiers(const std::vector<TierSpec>& tiers, const DevicePa
   if (options.staging_pages < 1 || options.spare_dram_pages < 0) {
     bad_request("expected staging_pages >= 1 and spare_dram_pages >= 0");
   }
+}
+
+// After check_tiers(): the packing of tier 1, which every lower tier shares.
+std::optional<PagePacking> TieredStore::packing_of(const std::vector<TierSpec>& tiers,
+                                                   const TieredStoreOptions& options) {
+  if (tiers.size() < 2) return std::nullopt;
+  return page_packing(tiers[0], tiers[1], options.int4_row_elements);
+}
+
+uint64_t TieredStore::stored_page_bytes(int tier) const {
+  return medium_of(tier) == Medium::kHbm ? page_bytes() : lower_page_bytes();
 }
 
 void TieredStore::throw_if_failed() const {
@@ -195,23 +214,35 @@ bool TieredStore::set_hbm_capacity(int64_t bytes) {
   return true;
 }
 
-// Outside admit() and release() no batch is pending, so every staging page is free: page 0 serves.
 bool TieredStore::read_block(uint64_t block, std::span<std::byte> out) {
   if (out.size() < page_bytes()) bad_request("read_block needs a buffer of a whole page");
   const int tier = resident_tier(block);
   if (tier < 0) return false;
-  std::byte* staging = staging_.page(0);
+  if (medium_of(tier) == Medium::kHbm || !packing_) return read_stored_block(block, out);
+  std::vector<std::byte> packed(lower_page_bytes());
+  read_stored_block(block, packed);
+  unpack_page(*packing_, packed.data(), out.data());
+  return true;
+}
+
+// Outside admit() and release() no batch is pending, so every staging page is free: page 0 serves.
+bool TieredStore::read_stored_block(uint64_t block, std::span<std::byte> out) {
+  const int tier = resident_tier(block);
+  if (tier < 0) return false;
+  if (out.size() < stored_page_bytes(tier)) bad_request("read_stored_block needs a buffer of a whole page");
+  std::byte* host = staging_.page(0);
   if (medium_of(tier) == Medium::kHbm) {
+    host = hbm_readback_.data();
     const int64_t page = static_cast<int64_t>(slot(tier, block));
-    device_.offload({&page, 1}, {&staging, 1});
+    device_.offload({&page, 1}, {&host, 1});
     device_.synchronize();
   } else if (medium_of(tier) == Medium::kDram) {
-    staging = dram_.page(slot(tier, block));
+    host = dram_.page(slot(tier, block));
   } else {
-    const BlockRead read{block, {staging, staging_.pitch}};
+    const BlockRead read{block, {host, staging_.pitch}};
     nvme_->get({&read, 1});
   }
-  std::memcpy(out.data(), staging, page_bytes());
+  std::memcpy(out.data(), host, stored_page_bytes(tier));
   return true;
 }
 

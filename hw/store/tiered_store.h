@@ -13,8 +13,11 @@
 // A move out of an exclusive tier frees the source. Copies are batched (transfer_batch.h explains the
 // order and when a batch must run before the next copy joins it) and run before admit() returns.
 //
-// Every tier stores the same bytes: the store does not quantize on offload, so all tiers need tier 0's
-// layout. A request's hits are observed from where the store holds the bytes, and checked against the
+// The tiers below HBM share one layout: HBM's, and pages move unchanged, or with bf16 in HBM a
+// group-scaled int4 one (page_packing.h). Then a copy out of HBM quantizes the page on the device before
+// it crosses, a copy into HBM dequantizes it after it crossed, and DRAM, staging pages and NVMe hold the
+// packed page: each tier's slots are its layout's bytes per block, and every copy moves and counts those
+// bytes. A request's hits are observed from where the store holds the bytes, and checked against the
 // cache's own prefix (they cannot differ unless the store is broken: a std::logic_error).
 //
 // Failures: a copy that fails (a full or broken disk, a corrupt block) throws StoreError from admit() or
@@ -69,18 +72,23 @@ class StoreAdmission {
 struct TieredStoreOptions {
   int64_t staging_pages = 64;     // host pages for copies between HBM and NVMe
   int64_t spare_dram_pages = 64;  // DRAM pages beyond the DRAM tier's capacity
+  // Int4 lower tiers: the values of one record (page_packing.h), the model's head_dim. Sizes and
+  // round-tripped values do not depend on it.
+  int int4_row_elements = 128;
 };
 
 // The tiers of a tier file (load_tier_file: a path or a name in configs/tiers) for a store: tier 0 on
-// hbm, then dram and nvme where given, every tier in tier 0's layout. Throws ConfigError located at the
-// tier's `medium` or `kv` for what the store cannot back.
+// hbm, then dram and nvme where given, the lower tiers in one layout the store can make from tier 0's
+// (lower_layout_problem). Throws ConfigError located at the tier's `medium` or `kv` for what the store
+// cannot back.
 std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard& model, int64_t block_tokens);
 
 class TieredStore {
  public:
-  // REQUIRES (else StoreError kBadRequest): tiers on HBM, then optionally DRAM, then optionally NVMe, each
-  // storing device.page_bytes() per block; device.page_count() >= tier 0's capacity; `nvme` given exactly
-  // when there is an NVMe tier.
+  // REQUIRES (else StoreError kBadRequest): tiers on HBM, then optionally DRAM, then optionally NVMe; tier
+  // 0 storing device.page_bytes() per block, the others one layout the store can make from tier 0's
+  // (page_packing()); device.page_count() >= tier 0's capacity; `nvme` given exactly when there is an NVMe
+  // tier, taking blocks of the lower tiers' bytes per block.
   TieredStore(std::vector<TierSpec> tiers, DevicePages& device, std::unique_ptr<NvmeStore> nvme,
               TieredStoreOptions options = {});
   TieredStore(const TieredStore&) = delete;
@@ -100,11 +108,19 @@ class TieredStore {
 
   // The fastest tier holding the block's bytes, -1 for none.
   int resident_tier(uint64_t block) const;
-  // Copies the block's bytes (page_bytes()) from its fastest tier into `out`; false when no tier holds
-  // it. Works on a failed store too. REQUIRES: out.size() >= page_bytes().
+  // Copies the block's page as HBM holds it (page_bytes(); unpacked by the CPU reference where its fastest
+  // tier packs it) into `out`; false when no tier holds it. Works on a failed store too.
+  // REQUIRES: out.size() >= page_bytes().
   bool read_block(uint64_t block, std::span<std::byte> out);
+  // Copies the bytes the block's fastest tier holds (stored_page_bytes() of that tier) into `out`; false
+  // when no tier holds it. REQUIRES: out.size() >= that tier's stored_page_bytes().
+  bool read_stored_block(uint64_t block, std::span<std::byte> out);
 
   uint64_t page_bytes() const { return device_.page_bytes(); }
+  // Bytes a block takes in `tier`: page_bytes() in HBM, the packed bytes below it when the store packs.
+  uint64_t stored_page_bytes(int tier) const;
+  // How the lower tiers pack HBM's pages; nullopt when they hold them unchanged.
+  const std::optional<PagePacking>& packing() const { return packing_; }
   const TieredCache& cache() const { return cache_; }
   const TransferTotals& transfers() const { return totals_; }
   int64_t batches() const { return batches_; }  // batches that copied something
@@ -121,9 +137,9 @@ class TieredStore {
     uint64_t block;
     std::optional<uint64_t> before;
   };
-  // A host page set aside for one kind of use: DRAM tier pages or staging pages.
+  // A host page set aside for one kind of use: DRAM tier pages or staging pages, `page_bytes` each.
   struct HostPages {
-    HostPages(const DevicePages& device, int64_t count);
+    HostPages(const DevicePages& device, uint64_t page_bytes, int64_t count);
     std::byte* page(uint64_t index) const { return memory.data() + index * pitch; }
     uint64_t pitch;
     MemoryRegion memory;
@@ -137,6 +153,9 @@ class TieredStore {
 
   static void check_tiers(const std::vector<TierSpec>& tiers, const DevicePages& device,
                           const TieredStoreOptions& options);
+  static std::optional<PagePacking> packing_of(const std::vector<TierSpec>& tiers,
+                                               const TieredStoreOptions& options);
+  uint64_t lower_page_bytes() const { return packing_ ? packing_->packed_bytes() : page_bytes(); }
   void observe_residency(std::span<const uint64_t> block_ids, StoreAdmission& out) const;
   void check_against_cache(const PrefixHit& prefix, const StoreAdmission& out) const;
   void fill_pages(std::span<const uint64_t> block_ids, StoreAdmission& out) const;
@@ -166,9 +185,11 @@ class TieredStore {
   EventLog log_;
   DevicePages& device_;
   std::unique_ptr<NvmeStore> nvme_;
+  std::optional<PagePacking> packing_;
   BatchedSlots hbm_;
   HostPages dram_;
   HostPages staging_;
+  MemoryRegion hbm_readback_;  // read_block()'s host page for a block in HBM
   std::unordered_map<uint64_t, uint64_t> slot_of_[3];  // per tier: HBM page, DRAM page index or NVMe key
   TransferBatch batch_;
   std::vector<MapChange> journal_;

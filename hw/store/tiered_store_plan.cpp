@@ -189,7 +189,7 @@ void TieredStore::unmap(int tier, uint64_t block) {
 void TieredStore::flush() {
   try {
     const bool copies = !batch_.empty();
-    batch_seconds_ += run_batch(batch_, device_, nvme_.get(), totals_);
+    batch_seconds_ += run_batch(batch_, device_, packing_ ? &*packing_ : nullptr, nvme_.get(), totals_);
     batches_ += copies;
   } catch (const StoreError& error) {
     roll_back();

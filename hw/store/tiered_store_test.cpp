@@ -4,11 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include "sim/core/config_files.h"
+#include "hw/kernels/int4_group.h"
 #include "hw/store/host_memory_pages.h"
 #include "hw/store/tiered_store_test_support.h"
 
@@ -34,6 +37,88 @@ TEST_P(TieredStoreConfigTest, EveryBlockReadsBackAndHitsMatchTheCacheModel) {
 
 INSTANTIATE_TEST_SUITE_P(Configs, TieredStoreConfigTest, ::testing::ValuesIn(tier_configs(10, 14, 20)),
                          [](const auto& info) { return info.param.name; });
+
+// The same hierarchies with bf16 in HBM and int4 below it: pages are quantized on the way down and
+// dequantized on the way up (the int4-exact pattern survives that), and every copy moves the packed bytes.
+class TieredStoreInt4Test : public ::testing::TestWithParam<TierConfig> {};
+
+TEST_P(TieredStoreInt4Test, EveryBlockReadsBackAndEveryCopyMovesPackedPages) {
+  const TierConfig& config = GetParam();
+  ScratchDirectory dir("int4-" + config.name);
+  HostMemoryPages device(config.tiers[0].capacity_blocks() + kSpare, kInt4TestPageBytes);
+  TieredStore store(config.tiers, device, nvme_for(config.tiers, dir, kInt4TestPackedBytes), kTestOptions);
+  ASSERT_TRUE(store.packing());
+  EXPECT_EQ(store.stored_page_bytes(0), kInt4TestPageBytes);
+  EXPECT_EQ(store.stored_page_bytes(1), kInt4TestPackedBytes);
+  const ReplayTotals totals = replay_and_check(store, device, config.tiers, kvtier::testing::random_requests(400, 8, 9, 17));
+  EXPECT_EQ(totals.requests, 400);
+  EXPECT_GT(totals.hits_by_tier[1], 0);
+  for (const PathTotals& path : store.transfers()) EXPECT_EQ(path.bytes, path.blocks * kInt4TestPackedBytes);
+}
+
+INSTANTIATE_TEST_SUITE_P(Configs, TieredStoreInt4Test,
+                         ::testing::ValuesIn(tier_configs(10, 14, 20, int4_layouts())),
+                         [](const auto& info) { return info.param.name; });
+
+// bf16 values that int4 does not hold exactly, the page's elements in order: the lower tier holds exactly
+// the reference's records, and HBM gets back exactly their dequantized values.
+std::vector<uint16_t> rough_page(uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> value(0.0f, 3.0f);
+  std::vector<uint16_t> page(kInt4TestPageBytes / 2);
+  for (uint16_t& x : page) x = float_to_bf16(value(rng));
+  return page;
+}
+
+std::span<std::byte> bytes_of(std::vector<uint16_t>& values) { return std::as_writable_bytes(std::span(values)); }
+
+TEST(TieredStoreInt4, LowerTiersHoldTheReferenceRecordsAndHbmTheirValues) {
+  for (const std::string preset : {"int4", "int4-g128"}) {
+    SCOPED_TRACE(preset);
+    const TierLayouts layouts = int4_layouts(preset);
+    const std::vector<TierSpec> tiers{tier(Medium::kHbm, 2, layouts.hbm), tier(Medium::kDram, 1, layouts.lower),
+                                      tier(Medium::kNvme, 4, layouts.lower)};
+    const Int4GroupParams params{128, preset == "int4" ? 32 : 128};
+    const uint64_t packed_bytes = 24 * static_cast<uint64_t>(params.record_bytes());  // 24 rows of 128 values
+    ASSERT_EQ(tiers[1].bytes_per_block(), static_cast<int64_t>(packed_bytes));
+    ScratchDirectory dir("int4-records-" + preset);
+    HostMemoryPages device(2, kInt4TestPageBytes);
+    TieredStore store(tiers, device, nvme_for(tiers, dir, packed_bytes), {.staging_pages = 2, .spare_dram_pages = 0});
+
+    std::vector<uint16_t> page = rough_page(7);
+    std::vector<uint8_t> records(packed_bytes);
+    int4_group_quantize_reference(params, page, records);
+    std::vector<uint16_t> values(page.size());
+    int4_group_dequantize_reference(params, records, values);
+    ASSERT_NE(values, page) << "the page should not survive int4 unchanged";
+
+    StoreAdmission a = store.admit(std::vector<uint64_t>{1});
+    std::byte* host = bytes_of(page).data();
+    device.reload(std::span<const int64_t>(a.hbm_pages), {&host, 1});
+    store.release(a);
+    for (uint64_t other : {2, 3}) {  // push block 1 to DRAM, then to NVMe
+      StoreAdmission b = store.admit(std::vector<uint64_t>{other, other + 10});
+      store.release(b);
+      std::vector<std::byte> stored(kInt4TestPageBytes);
+      const int held = store.resident_tier(1);
+      ASSERT_GE(held, 1);
+      ASSERT_TRUE(store.read_stored_block(1, stored));
+      EXPECT_EQ(std::memcmp(stored.data(), records.data(), packed_bytes), 0) << "in tier " << held;
+    }
+    ASSERT_EQ(store.resident_tier(1), 2);
+    StoreAdmission back = store.admit(std::vector<uint64_t>{1});
+    EXPECT_EQ(back.source_tier[0], 2);
+    std::vector<uint16_t> in_hbm(page.size());
+    host = bytes_of(in_hbm).data();
+    device.offload(std::span<const int64_t>(back.hbm_pages), {&host, 1});
+    EXPECT_EQ(in_hbm, values);
+    store.release(back);
+    const TransferTotals& moved = store.transfers();
+    EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kOffload)].bytes,
+              moved[static_cast<size_t>(TransferPath::kOffload)].blocks * packed_bytes);
+    EXPECT_EQ(moved[static_cast<size_t>(TransferPath::kNvmeGet)].bytes, packed_bytes);
+  }
+}
 
 // The basic three-tier hierarchy exercises every path: demotions to NVMe, promotions from both tiers,
 // drops, and more than one copy per batch.
@@ -112,6 +197,25 @@ TEST(TieredStore, RejectsTiersItCannotBack) {
   // A 4-bit DRAM tier would need quantization on offload, which the store does not do.
   EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8), tier(Medium::kDram, 8, kBytesPerToken / 4)}, device, nullptr),
                StoreError);
+  // int4 below bf16 is packed, other pairings are not: DRAM and NVMe in different layouts, fp8 or
+  // turboquant4 below HBM, and a different int4 below int4 HBM.
+  const TierLayouts int4 = int4_layouts();
+  const ModelCard model = int4_test_model();
+  HostMemoryPages bf16_pages(8, kInt4TestPageBytes);
+  ScratchDirectory dir("rejects");
+  const std::vector<TierSpec> mixed{tier(Medium::kHbm, 8, int4.hbm), tier(Medium::kDram, 8, int4.lower),
+                                    tier(Medium::kNvme, 8, int4.hbm)};
+  EXPECT_THROW(TieredStore(mixed, bf16_pages, nvme_for(mixed, dir, kInt4TestPageBytes)), StoreError);
+  for (const std::string preset : {"fp8", "turboquant4-all"}) {
+    const KvLayout lower = build_layout(model, *kv_preset(preset), preset);
+    EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8, int4.hbm), tier(Medium::kDram, 8, lower)}, bf16_pages, nullptr),
+                 StoreError)
+        << preset;
+  }
+  HostMemoryPages int4_pages(8, kInt4TestPackedBytes);
+  const KvLayout g128 = build_layout(model, *kv_preset("int4-g128"), "int4-g128");
+  EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8, int4.lower), tier(Medium::kDram, 8, g128)}, int4_pages, nullptr),
+               StoreError);
   EXPECT_THROW(TieredStore({tier(Medium::kHbm, 9)}, device, nullptr), StoreError);  // more blocks than pages
   EXPECT_THROW(TieredStore({tier(Medium::kHbm, 8), tier(Medium::kDram, 8), tier(Medium::kNvme, 8)}, device, nullptr), StoreError);
 }
@@ -152,6 +256,21 @@ std::string load_error(const std::string& path) {
   return "no error";
 }
 
+// int4 below bf16 HBM, as validation scenario (c) runs it: Llama-3.1-8B's 131,072 bf16 bytes per token
+// pack into 128 x 2 x 8 x 32 x (64 + 16) / 128 = 40,960.
+TEST(LoadStoreTiers, AcceptsInt4BelowBf16) {
+  const std::string path = tier_file("kvtier-store-int4.yaml",
+                                     "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                     "  - {medium: dram, capacity_blocks: 8, kv: int4}\n"
+                                     "  - {medium: nvme, capacity_blocks: 8, kv: int4}\n");
+  const std::vector<TierSpec> tiers =
+      load_store_tiers(path, parse_model_card(load_config("llama-3.1-8b", "models")), 16);
+  ASSERT_EQ(tiers.size(), 3u);
+  EXPECT_EQ(tiers[0].bytes_per_block(), 16 * 131072);
+  EXPECT_EQ(tiers[1].bytes_per_block(), 16 * 40960);
+  EXPECT_EQ(tiers[2].bytes_per_block(), 16 * 40960);
+}
+
 // kvtier-hw replay's tiers come from a tier file, as `kvtier hitrate --tiers` reads it.
 TEST(LoadStoreTiers, ReadsATierFileWithItsMedia) {
   const std::vector<TierSpec> tiers =
@@ -172,11 +291,19 @@ TEST(LoadStoreTiers, RefusesWhatTheStoreCannotBackAtTheKey) {
                                        "  - {medium: remote, capacity_blocks: 8, kv: bf16}\n");
   EXPECT_EQ(load_error(remote),
             remote + ":3:14: tiers[1].medium: the hardware mode's store has no remote pool; use dram or nvme");
-  const std::string int4 = tier_file("kvtier-store-int4.yaml",
-                                     "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
-                                     "  - {medium: dram, capacity_blocks: 8, kv: int4}\n");
-  EXPECT_EQ(load_error(int4), int4 + ":3:44: tiers[1].kv: the store moves pages unchanged (no quantization on "
-                                     "offload), so every tier needs tier 0's layout, bf16");
+  const std::string fp8 = tier_file("kvtier-store-fp8.yaml",
+                                    "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                    "  - {medium: dram, capacity_blocks: 8, kv: fp8}\n");
+  EXPECT_EQ(load_error(fp8), fp8 + ":3:44: tiers[1].kv: the store keeps every tier in HBM's layout, or with bf16 "
+                                   "in HBM, the tiers below it in one group-scaled int4 layout with fp16 scale and "
+                                   "zero point (kv: int4 or int4-g128); got fp8 (int4 kernels implement "
+                                   "group-scaled int4 with fp16 scale and zero point; got fp8)");
+  const std::string mixed = tier_file("kvtier-store-mixed.yaml",
+                                      "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
+                                      "  - {medium: dram, capacity_blocks: 8, kv: int4}\n"
+                                      "  - {medium: nvme, capacity_blocks: 8, kv: int4-g128}\n");
+  EXPECT_EQ(load_error(mixed), mixed + ":4:44: tiers[2].kv: the tiers below HBM move pages between them unchanged, "
+                                       "so they need one layout, int4");
   const std::string order = tier_file("kvtier-store-order.yaml",
                                       "tiers:\n  - {medium: hbm, capacity_blocks: 8, kv: bf16}\n"
                                       "  - {medium: nvme, capacity_blocks: 8, kv: bf16}\n"

@@ -14,6 +14,7 @@
 
 #include "hw/store/block_pattern.h"
 #include "sim/cache/cache_test_support.h"
+#include "sim/core/kv_layout.h"
 #include "hw/store/store_error.h"
 #include "hw/store/tiered_store.h"
 #include "sim/workload/trace_reader.h"
@@ -31,21 +32,51 @@ struct TierConfig {
   std::vector<TierSpec> tiers;
 };
 
-// A tier on `medium`, named after it.
-inline TierSpec tier(Medium medium, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
-  TierSpec spec = make_tier(std::string(medium_name(medium)), blocks, PolicyKind::kLru, bytes_per_token);
+// A tier on `medium` in `layout`, named after it.
+inline TierSpec tier(Medium medium, int64_t blocks, const KvLayout& layout) {
+  TierSpec spec = single_tier(layout, kvtier::testing::kBlockTokens, 0, PolicyKind::kLru);
+  spec.name = std::string(medium_name(medium));
+  spec.capacity_bytes = blocks * spec.bytes_per_block();
   spec.medium = medium;
   return spec;
+}
+
+inline TierSpec tier(Medium medium, int64_t blocks, int64_t bytes_per_token = kBytesPerToken) {
+  return tier(medium, blocks, kvtier::testing::flat_layout(bytes_per_token));
+}
+
+// HBM's layout and the one of the tiers below it.
+struct TierLayouts {
+  KvLayout hbm, lower;
+};
+
+// A small model whose pages pack into int4: 3 layers of one KV head of 128 values. bf16 takes
+// 3 x 2 x 128 x 2 = 1,536 bytes per token, 6,144 per 4-token block; int4 (group 32: 64 bytes of values and
+// 4 x 4 of scales and zeros per vector) 3 x 2 x 80 = 480 per token, 1,920 per block.
+inline ModelCard int4_test_model() {
+  ModelCard model;
+  model.name = "int4-test";
+  model.layers = 3;
+  model.kv_heads = 1;
+  model.head_dim = 128;
+  return model;
+}
+inline constexpr uint64_t kInt4TestPageBytes = 6144;
+inline constexpr uint64_t kInt4TestPackedBytes = 1920;
+
+// bf16 HBM over int4 (`lower`: a kv preset) DRAM and NVMe, in int4_test_model().
+inline TierLayouts int4_layouts(const std::string& lower = "int4") {
+  const ModelCard model = int4_test_model();
+  return {build_layout(model, *kv_preset("bf16"), "bf16"), build_layout(model, *kv_preset(lower), lower)};
 }
 
 // HBM, DRAM and NVMe small enough that every request evicts, under the tier rules that change which
 // copies happen: inclusive and exclusive placement, write-through, admission filters, prefix-aware
 // eviction, promotion without keeping the block, other policies, two tiers (DRAM or NVMe below HBM).
-inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t nvme,
-                                            int64_t bytes_per_token = kBytesPerToken) {
+inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t nvme, const TierLayouts& layouts) {
   const auto three = [&] {
-    return std::vector<TierSpec>{tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kDram, dram, bytes_per_token),
-                                 tier(Medium::kNvme, nvme, bytes_per_token)};
+    return std::vector<TierSpec>{tier(Medium::kHbm, hbm, layouts.hbm), tier(Medium::kDram, dram, layouts.lower),
+                                 tier(Medium::kNvme, nvme, layouts.lower)};
   };
   std::vector<TierConfig> configs;
   configs.push_back({"inclusive_lru", three()});
@@ -71,9 +102,15 @@ inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t n
   auto transient = three();
   transient[1].promote_on_hit = false;
   configs.push_back({"dram_no_promote_on_hit", transient});
-  configs.push_back({"hbm_dram", {tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kDram, dram, bytes_per_token)}});
-  configs.push_back({"hbm_nvme", {tier(Medium::kHbm, hbm, bytes_per_token), tier(Medium::kNvme, nvme, bytes_per_token)}});
+  configs.push_back({"hbm_dram", {tier(Medium::kHbm, hbm, layouts.hbm), tier(Medium::kDram, dram, layouts.lower)}});
+  configs.push_back({"hbm_nvme", {tier(Medium::kHbm, hbm, layouts.hbm), tier(Medium::kNvme, nvme, layouts.lower)}});
   return configs;
+}
+
+inline std::vector<TierConfig> tier_configs(int64_t hbm, int64_t dram, int64_t nvme,
+                                            int64_t bytes_per_token = kBytesPerToken) {
+  const KvLayout flat = kvtier::testing::flat_layout(bytes_per_token);
+  return tier_configs(hbm, dram, nvme, TierLayouts{flat, flat});
 }
 
 // A fresh directory for the NVMe store's file under the system temp directory.
@@ -127,6 +164,11 @@ inline std::vector<Request> mooncake_slice(int64_t count) {
   return requests;
 }
 
+// The pattern a store's pages can carry unchanged through its tiers.
+inline PatternKind pattern_for(const TieredStore& store) {
+  return store.packing() ? PatternKind::kInt4Exact : PatternKind::kBytes;
+}
+
 // Every block the store holds, anywhere, reads back with exactly its pattern. Returns false on the first
 // that does not.
 template <typename Blocks>
@@ -134,7 +176,7 @@ bool expect_every_resident_block_intact(TieredStore& store, const Blocks& known_
   std::vector<std::byte> buffer(store.page_bytes());
   for (uint64_t block : known_blocks) {
     if (store.resident_tier(block) < 0) continue;
-    const bool intact = store.read_block(block, buffer) && has_block_pattern(block, buffer);
+    const bool intact = store.read_block(block, buffer) && has_block_pattern(block, buffer, pattern_for(store));
     EXPECT_TRUE(intact) << "block " << block << " in tier " << store.resident_tier(block)
                         << " lost its bytes";
     if (!intact) return false;
@@ -157,7 +199,7 @@ inline ReplayTotals replay_and_check(TieredStore& store, DevicePages& device,
                                      const std::vector<TierSpec>& tiers, const std::vector<Request>& requests,
                                      int full_check_every = 10) {
   TieredCache reference(tiers);
-  DevicePatterns patterns(device, 64);
+  DevicePatterns patterns(device, 64, pattern_for(store));
   ReplayTotals totals{.hits_by_tier = std::vector<int64_t>(tiers.size(), 0)};
   std::set<uint64_t> known;
   Admission expected;

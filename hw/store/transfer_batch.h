@@ -108,6 +108,10 @@ using TransferTotals = std::array<PathTotals, kTransferPaths>;
 // memcpy), path after path, then erases its NVMe keys. Adds to `totals` and returns the seconds spent.
 // Throws what the device or the store throws; then the paths after the failing one have not run and
 // no key was erased. `nvme` may be null when the batch has no NVMe copies.
-double run_batch(const TransferBatch& batch, DevicePages& device, NvmeStore* nvme, TransferTotals& totals);
+// Host pages and NVMe blocks hold pages in the lower tiers' form: packed by `packing` (the device packs
+// and unpacks them as they cross) when it is given, else the device's page_bytes(). Every path moves, and
+// counts, that many bytes per block.
+double run_batch(const TransferBatch& batch, DevicePages& device, const PagePacking* packing, NvmeStore* nvme,
+                 TransferTotals& totals);
 
 }  // namespace kvtier::hw

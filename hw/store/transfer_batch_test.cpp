@@ -69,7 +69,7 @@ TEST(TransferBatch, RunsPathsInOrderSoChainsWithinABatchComeOutRight) {
       {.path = TransferPath::kHostCopy, .key = 1, .host = host_page(6), .host_destination = destination});
   batch.add({.path = TransferPath::kOffload, .key = 1, .hbm_page = 0, .host = host_page(6)});
   TransferTotals totals{};
-  run_batch(batch, device, nullptr, totals);
+  run_batch(batch, device, nullptr, nullptr, totals);
   std::byte* back = host_page(7);
   device.offload(std::vector<int64_t>{1}, std::vector<std::byte*>{back});
   for (int i = 0; i < 64; ++i) ASSERT_EQ(back[i], static_cast<std::byte>(i));

@@ -8,19 +8,29 @@
 namespace kvtier::hw {
 namespace {
 
-void run_device_path(const std::vector<Transfer>& transfers, DevicePages& device, bool offload) {
+void run_device_path(const std::vector<Transfer>& transfers, DevicePages& device, const PagePacking* packing,
+                     bool offload) {
   std::vector<int64_t> pages;
   std::vector<std::byte*> hosts;
   for (const Transfer& t : transfers) {
     pages.push_back(t.hbm_page);
     hosts.push_back(t.host);
   }
-  if (offload) {
+  if (packing != nullptr && offload) {
+    device.offload_packed(*packing, pages, hosts);
+  } else if (packing != nullptr) {
+    device.reload_packed(*packing, pages, hosts);
+  } else if (offload) {
     device.offload(pages, hosts);
   } else {
     device.reload(pages, hosts);
   }
   device.synchronize();
+}
+
+// Bytes of a page below HBM.
+uint64_t lower_page_bytes(const DevicePages& device, const PagePacking* packing) {
+  return packing != nullptr ? packing->packed_bytes() : device.page_bytes();
 }
 
 NvmeStore& require_store(NvmeStore* nvme) {
@@ -29,16 +39,16 @@ NvmeStore& require_store(NvmeStore* nvme) {
 }
 
 void run_path(TransferPath path, const std::vector<Transfer>& transfers, DevicePages& device,
-              NvmeStore* nvme) {
-  const uint64_t page_bytes = device.page_bytes();
+              const PagePacking* packing, NvmeStore* nvme) {
+  const uint64_t page_bytes = lower_page_bytes(device, packing);
   switch (path) {
     case TransferPath::kOffload:
     case TransferPath::kReload:
-      run_device_path(transfers, device, path == TransferPath::kOffload);
+      run_device_path(transfers, device, packing, path == TransferPath::kOffload);
       return;
     case TransferPath::kNvmeGet: {
       std::vector<BlockRead> reads;
-      for (const Transfer& t : transfers) reads.push_back({t.key, {t.host, device.host_pitch()}});
+      for (const Transfer& t : transfers) reads.push_back({t.key, {t.host, round_up_to_io(page_bytes)}});
       require_store(nvme).get(reads);
       return;
     }
@@ -56,18 +66,19 @@ void run_path(TransferPath path, const std::vector<Transfer>& transfers, DeviceP
 
 }  // namespace
 
-double run_batch(const TransferBatch& batch, DevicePages& device, NvmeStore* nvme, TransferTotals& totals) {
+double run_batch(const TransferBatch& batch, DevicePages& device, const PagePacking* packing, NvmeStore* nvme,
+                 TransferTotals& totals) {
   double seconds = 0;
   for (int p = 0; p < kTransferPaths; ++p) {
     const auto path = static_cast<TransferPath>(p);
     const std::vector<Transfer>& transfers = batch.transfers(path);
     if (transfers.empty()) continue;
     const auto start = std::chrono::steady_clock::now();
-    run_path(path, transfers, device, nvme);
+    run_path(path, transfers, device, packing, nvme);
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     PathTotals& total = totals[static_cast<size_t>(p)];
     total.blocks += static_cast<int64_t>(transfers.size());
-    total.bytes += transfers.size() * device.page_bytes();
+    total.bytes += transfers.size() * lower_page_bytes(device, packing);
     total.seconds += elapsed;
     seconds += elapsed;
   }
