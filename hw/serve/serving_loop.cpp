@@ -99,12 +99,13 @@ int64_t hbm_pages(const Scenario& s) {
                                        std::floor(s.kv_space_bytes / block_bytes))) + kSparePages;
 }
 
-std::unique_ptr<NvmeStore> open_nvme(const Scenario& s, const ServeOptions& o, uint64_t page_bytes) {
+// Blocks of the NVMe tier's own layout: packed int4 pages where the tiers below HBM are int4.
+std::unique_ptr<NvmeStore> open_nvme(const Scenario& s, const ServeOptions& o) {
   auto nvme = std::find_if(s.tiers.begin(), s.tiers.end(), [](const TierSpec& t) { return t.medium == Medium::kNvme; });
   if (nvme == s.tiers.end()) return nullptr;
   const std::string path =
       (std::filesystem::path(o.nvme_directory) / ("kvtier-serve-" + std::to_string(::getpid()) + ".store")).string();
-  return NvmeStore::create(path, {.block_bytes = page_bytes,
+  return NvmeStore::create(path, {.block_bytes = static_cast<uint64_t>(nvme->bytes_per_block()),
                                   .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + kSparePages)});
 }
 
@@ -178,7 +179,7 @@ class GpuEngine {
         decode_pages_(std::min<int64_t>(kMaxDecodePages, 2 * s.max_running)),
         device_(layout_page_bytes(s.tiers[0].layout, s.block_tokens), store_pages_ + decode_pages_),
         store_device_(device_, store_pages_),
-        store_(s.tiers, store_device_, open_nvme(s, o, device_.page_bytes())),
+        store_(s.tiers, store_device_, open_nvme(s, o)),
         backend_(store_),
         forward_(forward_config(s, device_.cache().groups()[0], store_pages_ + decode_pages_), stream_.get()),
         runner_(forward_, stream_.get(), [this](uint64_t id) -> const std::vector<int64_t>& {
