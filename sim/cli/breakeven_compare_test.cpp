@@ -37,5 +37,17 @@ TEST(BreakevenCompareCli, BadInputExitsTwoNamingTheProblem) {
   EXPECT_NE(r.out.find("give --hardware"), std::string::npos) << r.out;
 }
 
+// --calibration lays the measured PCIe rate over the hardware file: 4K tokens × 131,072 B over 10 GB/s
+// after 1 us is 53.6880912 ms (the file's 55.2 GB/s would take 9.7 ms).
+TEST(BreakevenCalibrationCli, TheCalibrationsLinkPricesTheLoad) {
+  const std::string calibration = write_temp(
+      "kvtier-breakeven-calibration.json",
+      R"({"hardware": {"pcie": {"h2d_bandwidth": "10GB/s", "h2d_latency": "1us"}}})");
+  const std::string args = "breakeven --model llama-3.1-8b --hardware h200 --kv bf16 --context 4K --format json";
+  const std::string load = "\"load_seconds\": 0.0536880912";
+  EXPECT_NE(run_kvtier(args + " --calibration " + calibration).out.find(load), std::string::npos);
+  EXPECT_EQ(run_kvtier(args).out.find(load), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kvtier::testing
