@@ -299,14 +299,34 @@ __global__ void __launch_bounds__(kThreadsFor<kRows>, 128 / kRows) paged_attenti
 }
 
 template <int D, int kRows>
-void launch_attention(const AttentionParams& params, gpuStream_t stream) {
-  constexpr int shared_bytes = (kRows + 2 * kStages * kAttentionKeys) * D * 2;
+constexpr int mma_shared_bytes() {
+  return (kRows + 2 * kStages * kAttentionKeys) * D * 2;
+}
+
+template <int D, int kRows>
+void allow_mma_shared_memory() {
   static const bool configured = [] {
     KVTIER_GPU_CHECK(gpuFuncSetAttribute(reinterpret_cast<const void*>(&paged_attention_mma<D, kRows>),
-                                         gpuFuncAttributeMaxDynamicSharedMemorySize, shared_bytes));
+                                         gpuFuncAttributeMaxDynamicSharedMemorySize, mma_shared_bytes<D, kRows>()));
     return true;
   }();
   (void)configured;
+}
+
+template <int D, int kRows>
+int mma_blocks_per_multiprocessor() {
+  allow_mma_shared_memory<D, kRows>();
+  int blocks = 0;
+  KVTIER_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, reinterpret_cast<const void*>(&paged_attention_mma<D, kRows>), kThreadsFor<kRows>,
+      mma_shared_bytes<D, kRows>()));
+  return blocks;
+}
+
+template <int D, int kRows>
+void launch_attention(const AttentionParams& params, gpuStream_t stream) {
+  constexpr int shared_bytes = mma_shared_bytes<D, kRows>();
+  allow_mma_shared_memory<D, kRows>();
   const dim3 grid(params.kv.kv_heads, params.query_tiles, params.batch.sequences * params.splits);
   paged_attention_mma<D, kRows><<<grid, kThreadsFor<kRows>, shared_bytes, stream>>>(params);
   KVTIER_GPU_CHECK_LAUNCH("paged_attention_mma");
@@ -420,6 +440,38 @@ bool attention_uses_wgmma(int head_dim, int heads, int kv_heads, int block_token
 #else
   (void)head_dim, (void)heads, (void)kv_heads, (void)block_tokens, (void)splits, (void)rows;
   return false;
+#endif
+}
+
+std::optional<AttentionCosts> paged_attention_tiling(int head_dim, int heads, int kv_heads, int block_tokens,
+                                                     int rows) {
+#if defined(KVTIER_GPU_CUDA)
+  if (rows != 64 && rows != 128) throw std::invalid_argument("paged_attention_tiling: rows must be 64 or 128");
+  if (head_dim != 64 && head_dim != 128) throw std::invalid_argument("paged_attention_tiling: head_dim must be 64 or 128");
+  AttentionCosts costs;
+  costs.query_rows = rows;
+  costs.max_splits = kAttentionMaxSplits;
+  costs.min_split_keys = 4 * kAttentionKeys;
+  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&costs.multiprocessors, gpuDevAttrMultiProcessorCount, 0));
+  const int mma_blocks = head_dim == 64 ? (rows == 64 ? mma_blocks_per_multiprocessor<64, 64>()
+                                                      : mma_blocks_per_multiprocessor<64, 128>())
+                                        : (rows == 64 ? mma_blocks_per_multiprocessor<128, 64>()
+                                                      : mma_blocks_per_multiprocessor<128, 128>());
+  costs.split.key_tile = kAttentionKeys;
+  costs.split.slots = mma_blocks * costs.multiprocessors;
+  costs.unsplit = costs.split;
+#if defined(KVTIER_HOPPER_ATTENTION)
+  if (attention_uses_wgmma(head_dim, heads, kv_heads, block_tokens, 1, rows)) {
+    costs.unsplit.key_tile = kHopperAttentionKeys;
+    costs.unsplit.slots = hopper_attention_blocks_per_multiprocessor() * costs.multiprocessors;
+  }
+#else
+  (void)heads, (void)kv_heads, (void)block_tokens;
+#endif
+  return costs;
+#else
+  (void)head_dim, (void)heads, (void)kv_heads, (void)block_tokens, (void)rows;
+  return std::nullopt;
 #endif
 }
 

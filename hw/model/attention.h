@@ -12,10 +12,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "hw/model/attention_plan.h"
 #include "hw/gpu/vendor.h"
 #include "hw/model/paged_kv.h"
+#include "sim/core/attention_cost.h"
 
 namespace kvtier::hw {
 
@@ -35,5 +37,13 @@ void paged_attention(const StepBatch& batch, const PagedKvLayer& kv, const uint1
 // compute capability 9.0 (the first device asked), head_dim 128, block_tokens >= 4, splits 1, rows 128 and
 // heads / kv_heads <= 128.
 bool attention_uses_wgmma(int head_dim, int heads, int kv_heads, int block_tokens, int splits, int rows);
+
+// How paged_attention cuts a launch on the current device, as the cost model describes it
+// (sim/core/attention_cost.h): query rows, the split rule's bounds, and each kernel's key tile and resident
+// blocks (the multiprocessors times what the occupancy calculator allows); the costs are left 0 for the
+// calibration to fit. nullopt on HIP, whose portable kernel (one block per token and head) the model does
+// not describe.
+std::optional<AttentionCosts> paged_attention_tiling(int head_dim, int heads, int kv_heads, int block_tokens,
+                                                     int rows = kAttentionRows);
 
 }  // namespace kvtier::hw

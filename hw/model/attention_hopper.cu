@@ -36,7 +36,7 @@ namespace {
 
 constexpr int kD = kHopperAttentionHeadDim;
 constexpr int kRows = kHopperAttentionRows;
-constexpr int kKeys = 128;  // keys of a K/V tile
+constexpr int kKeys = kHopperAttentionKeys;
 constexpr int kStages = 2;
 constexpr int kThreads = 384;
 constexpr int kProducerRegisters = 40, kConsumerRegisters = 232;
@@ -565,15 +565,27 @@ CUtensorMap kv_tensor_map(const PagedKvLayer& kv, int box_rows) {
   return map;
 }
 
-}  // namespace
-
-void launch_hopper_attention(const AttentionParams& params, gpuStream_t stream) {
+void allow_hopper_shared_memory() {
   static const bool configured = [] {
     KVTIER_GPU_CHECK(cudaFuncSetAttribute(reinterpret_cast<const void*>(&paged_attention_hopper),
                                           cudaFuncAttributeMaxDynamicSharedMemorySize, kSharedBytes));
     return true;
   }();
   (void)configured;
+}
+
+}  // namespace
+
+int hopper_attention_blocks_per_multiprocessor() {
+  allow_hopper_shared_memory();
+  int blocks = 0;
+  KVTIER_GPU_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocks, reinterpret_cast<const void*>(&paged_attention_hopper), kThreads, kSharedBytes));
+  return blocks;
+}
+
+void launch_hopper_attention(const AttentionParams& params, gpuStream_t stream) {
+  allow_hopper_shared_memory();
   const dim3 grid(params.kv.kv_heads, params.query_tiles, params.batch.sequences);
   const int box_rows = hopper_tma_box_rows(params.kv);
   const CUtensorMap kv_map = box_rows > 0 ? kv_tensor_map(params.kv, box_rows) : CUtensorMap{};

@@ -16,6 +16,7 @@ namespace kvtier::hw {
 
 inline constexpr int kHopperAttentionHeadDim = 128;
 inline constexpr int kHopperAttentionRows = 128;  // query rows of a block: two consumer warpgroups of 64
+inline constexpr int kHopperAttentionKeys = 128;  // keys of a K/V tile
 inline constexpr int kHopperAttentionMinBlockTokens = 4;  // a 128-key tile spans at most 32 pages
 
 // Rows of one tensor-copy box of the kernel's K/V loads from the pool `kv`: the largest power of two that
@@ -34,6 +35,9 @@ inline int hopper_tma_box_rows(const PagedKvLayer& kv) {
 
 // Whether the current device runs the kernel (compute capability 9.0: sm_90a code runs nowhere else).
 bool hopper_attention_device();
+
+// Blocks of the kernel resident on one multiprocessor of the current device.
+int hopper_attention_blocks_per_multiprocessor();
 
 // Launches the kernel for `params` (head_dim 128, splits 1, tokens_per_tile from kHopperAttentionRows).
 void launch_hopper_attention(const AttentionParams& params, gpuStream_t stream);

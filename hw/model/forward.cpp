@@ -139,14 +139,37 @@ void TransformerForward::upload_batch(std::span<const HostSequence> sequences, s
   last_rows_ = device + (last_rows - query_start);
 }
 
+int TransformerForward::attention_splits_of_batch() const {
+  const TransformerShape& s = config_.shape;
+  int splits = attention_splits(batch_.sequences, batch_.max_new_tokens, batch_.max_total_tokens, s.kv_heads,
+                                s.gqa_ratio(), multiprocessors_, config_.attention_rows);
+  while (splits > 1 &&
+         attention_workspace_floats(batch_.total_new_tokens, s.heads, s.head_dim, splits) > kAttentionWorkspaceFloats)
+    --splits;
+  return splits;
+}
+
+void TransformerForward::attention_layer(int layer, int splits) {
+  const TransformerShape& s = config_.shape;
+  const PagedKvLayer kv = paged_kv_layer(kv_pool_, kv_page_stride_, geometry_, layer);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  paged_attention(batch_, kv, q_.data(), attention_.data(), s.heads, scale, splits, attention_workspace_.data(),
+                  stream_, config_.attention_rows);
+}
+
+void TransformerForward::attention(std::span<const HostSequence> sequences) {
+  size_t new_tokens = 0;
+  for (const HostSequence& seq : sequences) new_tokens += static_cast<size_t>(seq.new_tokens);
+  upload_batch(sequences, std::vector<int>(new_tokens, 0));
+  const int splits = attention_splits_of_batch();
+  for (int layer = 0; layer < config_.shape.layers; ++layer) attention_layer(layer, splits);
+}
+
 void TransformerForward::step(std::span<const HostSequence> sequences, std::span<const int> token_ids) {
   upload_batch(sequences, token_ids);
   const TransformerShape& s = config_.shape;
   const int t = batch_.total_new_tokens;
-  int splits = attention_splits(batch_.sequences, batch_.max_new_tokens, batch_.max_total_tokens, s.kv_heads,
-                                s.gqa_ratio(), multiprocessors_, config_.attention_rows);
-  while (splits > 1 && attention_workspace_floats(t, s.heads, s.head_dim, splits) > kAttentionWorkspaceFloats) --splits;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.head_dim)));
+  const int splits = attention_splits_of_batch();
 
   embed_tokens(token_ids_, embedding_.data(), residual_.data(), t, s.hidden, stream_);
   for (int layer = 0; layer < s.layers; ++layer) {
@@ -155,8 +178,7 @@ void TransformerForward::step(std::span<const HostSequence> sequences, std::span
     rmsnorm(residual_.data(), w.attention_norm, normed_.data(), t, s.hidden, s.rms_eps, nullptr, stream_);
     gemm_.linear(normed_.data(), w.qkv, qkv_.data(), t, s.hidden, s.qkv_width(), false);
     rope_and_cache(qkv_.data(), batch_, s, kv, q_.data(), stream_);
-    paged_attention(batch_, kv, q_.data(), attention_.data(), s.heads, scale, splits, attention_workspace_.data(),
-                    stream_, config_.attention_rows);
+    attention_layer(layer, splits);
     gemm_.linear(attention_.data(), w.out, residual_.data(), t, s.q_width(), s.hidden, true);
     rmsnorm(residual_.data(), w.mlp_norm, normed_.data(), t, s.hidden, s.rms_eps, nullptr, stream_);
     gemm_.linear(normed_.data(), w.gate_up, gate_up_.data(), t, s.hidden, 2 * s.intermediate, false);

@@ -59,6 +59,9 @@ class TransformerForward {
   // Returns once the step is enqueued (the batch description is copied synchronously first).
   void step(std::span<const HostSequence> sequences, std::span<const int> token_ids);
 
+  // Enqueues only the attention of such a step, every layer's launch over the pool as step() makes it (the
+  // queries are whatever the last step left): what calibration times to fit the attention cost model.
+  void attention(std::span<const HostSequence> sequences);
   // [sequences of the last step][vocab] bf16, valid once the stream has finished the step.
   const uint16_t* logits() const { return logits_.data(); }
   uint16_t* kv_pool() const { return kv_pool_; }
@@ -72,6 +75,8 @@ class TransformerForward {
   };
   LayerWeights layer_weights(int layer) const;
   void upload_batch(std::span<const HostSequence> sequences, std::span<const int> token_ids);
+  int attention_splits_of_batch() const;  // of the uploaded batch, as attention_plan.h cuts it
+  void attention_layer(int layer, int splits);
 
   ForwardConfig config_;
   gpuStream_t stream_;

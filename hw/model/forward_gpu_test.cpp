@@ -7,9 +7,11 @@
 
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <vector>
 
 #include "hw/gpu/check.h"
+#include "hw/model/attention.h"
 #include "hw/kernels/quant_math.h"
 
 namespace kvtier::hw {
@@ -75,6 +77,31 @@ TEST_F(ForwardGpu, ChunkedPrefillMatchesOneStepAndDecodeFollows) {
 
   forward.step(std::vector<HostSequence>{{1, 200, pages}, {1, 30, {1, 2, 3}}}, std::vector<int>{5, 6});
   for (double logit : logits_of(forward, 2)) ASSERT_TRUE(std::isfinite(logit));
+}
+
+TEST_F(ForwardGpu, AttentionAloneTakesTheStepsBatchAndItsChecks) {
+  TransformerForward forward(small_config(), nullptr);
+  std::vector<int> prefill_pages(13), decode_pages(19);
+  std::iota(prefill_pages.begin(), prefill_pages.end(), 0);
+  std::iota(decode_pages.begin(), decode_pages.end(), 13);
+  const std::vector<HostSequence> batch{{200, 0, prefill_pages}, {1, 300, decode_pages}};
+  forward.step(batch, std::vector<int>(201, 3));
+  forward.attention(batch);
+  KVTIER_GPU_CHECK(gpuDeviceSynchronize());
+  EXPECT_THROW(forward.attention(std::vector<HostSequence>{{40, 0, {1, 2}}}), std::invalid_argument);
+}
+
+TEST_F(ForwardGpu, TheAttentionTilingIsTheDevicesAndTheKernels) {
+  const std::optional<AttentionCosts> tiling = paged_attention_tiling(128, 32, 8, 256);
+  ASSERT_TRUE(tiling);
+  int multiprocessors = 0;
+  KVTIER_GPU_CHECK(gpuDeviceGetAttribute(&multiprocessors, gpuDevAttrMultiProcessorCount, 0));
+  EXPECT_EQ(tiling->multiprocessors, multiprocessors);
+  EXPECT_EQ(tiling->query_rows, kAttentionRows);
+  EXPECT_EQ(tiling->split.key_tile, kAttentionKeys);
+  EXPECT_GE(tiling->split.slots, multiprocessors);
+  EXPECT_EQ(tiling->unsplit.key_tile, attention_uses_wgmma(128, 32, 8, 256, 1, kAttentionRows) ? 128 : kAttentionKeys);
+  EXPECT_GE(tiling->unsplit.slots, multiprocessors);
 }
 
 TEST_F(ForwardGpu, RejectsAStepWithoutEnoughPages) {

@@ -107,7 +107,7 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   overlay_calibration(calibration, hardware);
   const double kv_bytes_per_token =
       static_cast<double>(resolve_kv_layout(run.step_model, "bf16").bytes_per_token());
-  const StepFit fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps);
+  const StepFit fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling);
   calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
   calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
   calibration.measurements["step_block_tokens"] = run.step_block_tokens;

@@ -9,6 +9,7 @@
 // under measurements.steps with its predicted time and residual.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@ struct CalibrationRun {
   ModelCard step_model = {};           // the card whose shapes the steps ran
   std::vector<StepSample> steps = {};  // timed forward-pass steps
   int64_t step_block_tokens = 0;       // tokens per KV page they ran with
+  std::optional<AttentionCosts> attention_tiling = {};  // how the steps' attention cut its launches
 };
 
 Calibration summarize_calibration(const CalibrationRun& run);

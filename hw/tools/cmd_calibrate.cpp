@@ -78,6 +78,7 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.steps = measure_steps(shape, static_cast<int>(arguments.step_block_tokens));
+  calibration.attention_tiling = attention_tiling(shape, static_cast<int>(arguments.step_block_tokens));
 }
 
 void print_steps(const nlohmann::json& json) {
@@ -91,6 +92,12 @@ void print_steps(const nlohmann::json& json) {
         s["new_tokens"].get<long long>(), s["cached_tokens"].get<long long>(),
         s["decode_sequences"].get<long long>(), s["decode_context"].get<long long>(), seconds * 1e3,
         predicted * 1e3, (predicted / seconds - 1) * 100);
+    if (s.contains("attention_seconds")) {
+      const double attention = s["attention_seconds"].get<double>();
+      const double modelled = s["predicted_attention_seconds"].get<double>();
+      std::printf("     its attention alone: %9.3f ms, model %9.3f ms (%+5.1f %%)\n", attention * 1e3, modelled * 1e3,
+                  (modelled / attention - 1) * 100);
+    }
   }
   std::printf("serving step costs: %s\n", json["serving"].dump().c_str());
 }

@@ -7,6 +7,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "hw/tools/attention_fit.h"
+
 namespace kvtier::hw {
 namespace {
 
@@ -88,20 +90,38 @@ Unknowns non_negative_least_squares(const std::vector<Row>& rows) {
   return best;
 }
 
-// Rows of the relative error for the given linear-layer regime of each step.
+// Rows of the relative error for the given linear-layer regime of each step. With `measured_attention`,
+// each step's attention is that time, not the formula's unknowns.
 std::vector<Row> relative_rows(const std::vector<StepTerms>& terms, const std::vector<StepSample>& samples,
-                               double hbm_rate, const std::vector<bool>& compute_bound) {
+                               double hbm_rate, const std::vector<bool>& compute_bound, bool measured_attention) {
   std::vector<Row> rows;
   for (size_t i = 0; i < samples.size(); ++i) {
     const StepTerms& t = terms[i];
     const double m = samples[i].seconds;
     Row r;
-    r.a = {1 / m, compute_bound[i] ? t.linear_flops / m : 0, t.attention_flops / m,
-           t.attention_flops_per_key / m, t.decode_kv_bytes / m, t.attention_flops_per_query / m};
-    r.b = 1 - (compute_bound[i] ? 0 : t.weight_bytes / hbm_rate / m);
+    r.a = {1 / m, compute_bound[i] ? t.linear_flops / m : 0};
+    if (!measured_attention) {
+      r.a[2] = t.attention_flops / m, r.a[3] = t.attention_flops_per_key / m;
+      r.a[4] = t.decode_kv_bytes / m, r.a[5] = t.attention_flops_per_query / m;
+    }
+    r.b = 1 - (compute_bound[i] ? 0 : t.weight_bytes / hbm_rate / m) -
+          (measured_attention ? samples[i].attention_seconds / m : 0);
     rows.push_back(r);
   }
   return rows;
+}
+
+// The attention model fitted to each step's attention per layer, or nullopt where the steps cannot give
+// one (no tiling, or a step whose attention was not timed).
+std::optional<AttentionCosts> fit_attention(const ModelCard& model, const std::vector<StepSample>& samples,
+                                            const std::optional<AttentionCosts>& tiling) {
+  if (!tiling) return std::nullopt;
+  std::vector<AttentionSample> launches;
+  for (const StepSample& s : samples) {
+    if (!(s.attention_seconds > 0)) return std::nullopt;
+    launches.push_back({s.attention_sequences(), s.attention_seconds / model.layers});
+  }
+  return fit_attention_costs(*tiling, model.kv_heads, model.query_heads / model.kv_heads, launches);
 }
 
 void require_determined(double inverse_rate, const char* what) {
@@ -112,10 +132,17 @@ void require_determined(double inverse_rate, const char* what) {
 
 }  // namespace
 
+std::vector<AttentionSequence> StepSample::attention_sequences() const {
+  std::vector<AttentionSequence> sequences;
+  for (int64_t s = 0; s < decode_sequences; ++s) sequences.push_back({decode_context, 1});
+  for (int64_t s = 0; s < prefill_sequences; ++s) sequences.push_back({cached_tokens, new_tokens});
+  return sequences;
+}
+
 StepWork StepSample::work() const {
   StepWork work;
   for (int64_t s = 0; s < prefill_sequences; ++s) work.add_prefill(cached_tokens, new_tokens);
-  work.add_decodes(decode_sequences, decode_sequences * decode_context);
+  for (int64_t s = 0; s < decode_sequences; ++s) work.add_decode(decode_context);
   return work;
 }
 
@@ -134,9 +161,14 @@ std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
     for (int64_t cached : {0, 4096, 16384, 65536})
       steps.push_back({.prefill_sequences = 1, .new_tokens = fresh, .cached_tokens = cached});
   }
+  for (int64_t fresh : {1024, 4096}) {  // an agent's turn: a short chunk after a long conversation
+    for (int64_t cached : {16384, 32768})
+      steps.push_back({.prefill_sequences = 1, .new_tokens = fresh, .cached_tokens = cached});
+  }
   const std::pair<int64_t, int64_t> decodes[] = {
-      {1, 1024},   {1, 8192},  {1, 32768}, {8, 1024},   {8, 8192},   {8, 32768},  {32, 1024}, {32, 4096},
-      {32, 16384}, {64, 2048}, {64, 8192}, {128, 1024}, {128, 4096}, {256, 1024}, {256, 2048}};
+      {1, 1024},   {1, 8192},   {1, 32768},  {4, 16384}, {4, 40960},  {8, 1024},    {8, 8192},
+      {8, 32768},  {16, 16384}, {16, 32768}, {24, 24576}, {32, 1024}, {32, 4096},   {32, 16384},
+      {64, 2048},  {64, 8192},  {128, 1024}, {128, 4096}, {256, 1024}, {256, 2048}};
   for (auto [batch, context] : decodes)
     steps.push_back({.decode_sequences = batch, .decode_context = context});
   steps.push_back(
@@ -156,13 +188,18 @@ std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
                    .cached_tokens = 2048,
                    .decode_sequences = 16,
                    .decode_context = 8192});
+  steps.push_back({.prefill_sequences = 1,
+                   .new_tokens = 2048,
+                   .cached_tokens = 24576,
+                   .decode_sequences = 15,
+                   .decode_context = 24576});
   steps.push_back({.decode_sequences = 1, .decode_context = 16});  // the near-empty step: the overhead
   std::erase_if(steps, [&](const StepSample& s) { return s.kv_tokens() > kv_tokens_available; });
   return steps;
 }
 
 StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
-                       const std::vector<StepSample>& samples) {
+                       const std::vector<StepSample>& samples, const std::optional<AttentionCosts>& attention_tiling) {
   const CostModel base(model, hardware, kv_bytes_per_token);
   std::vector<StepTerms> terms;
   bool has_prefill = false, has_decode = false;
@@ -175,6 +212,7 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
   }
   if (!has_prefill || !has_decode)
     throw std::invalid_argument("step fit: needs both prefill steps and decode steps with context");
+  const std::optional<AttentionCosts> attention = fit_attention(model, samples, attention_tiling);
   const double hbm_rate = base.achieved_hbm_bandwidth();
   Unknowns x{};
   x[1] = 1 / base.peak_flops();  // start from every linear layer at peak: compute-bound where it can be
@@ -184,20 +222,28 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
     for (const StepTerms& t : terms) regime.push_back(t.linear_flops * x[1] >= t.weight_bytes / hbm_rate);
     if (regime == compute_bound) break;
     compute_bound = regime;
-    x = non_negative_least_squares(relative_rows(terms, samples, hbm_rate, compute_bound));
+    x = non_negative_least_squares(relative_rows(terms, samples, hbm_rate, compute_bound, attention.has_value()));
   }
   require_determined(x[1], "the linear layers' rate");
-  require_determined(x[2], "prefill attention's rate");
-  require_determined(x[4], "decode attention's bandwidth");
   StepFit fit;
-  fit.costs = {.step_overhead_s = x[0],
-               .linear_mfu = 1 / (base.peak_flops() * x[1]),
-               .attention_mfu = 1 / (base.peak_flops() * x[2]),
-               .attention_half_rate_keys = x[3] / x[2],
-               .attention_half_rate_queries = x[5] / x[2],
-               .attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4])};
+  fit.costs = {.step_overhead_s = x[0], .linear_mfu = 1 / (base.peak_flops() * x[1]), .attention = attention};
+  if (!attention) {
+    require_determined(x[2], "prefill attention's rate");
+    require_determined(x[4], "decode attention's bandwidth");
+    fit.costs.attention_mfu = 1 / (base.peak_flops() * x[2]);
+    fit.costs.attention_half_rate_keys = x[3] / x[2];
+    fit.costs.attention_half_rate_queries = x[5] / x[2];
+    fit.costs.attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4]);
+  }
   const CostModel fitted(model, hardware, kv_bytes_per_token, fit.costs);
-  for (const StepSample& s : samples) fit.predicted_seconds.push_back(fitted.step_seconds(s.work()));
+  for (const StepSample& s : samples) {
+    fit.predicted_seconds.push_back(fitted.step_seconds(s.work()));
+    if (attention) {
+      fit.predicted_attention_seconds.push_back(
+          model.layers * attention_launch_seconds(*attention, model.kv_heads, model.query_heads / model.kv_heads,
+                                                  s.attention_sequences()));
+    }
+  }
   return fit;
 }
 
@@ -214,6 +260,10 @@ nlohmann::json step_measurements_json(const std::vector<StepSample>& samples, co
                      {"seconds", s.seconds},
                      {"predicted_seconds", fit.predicted_seconds[i]},
                      {"residual_seconds", s.seconds - fit.predicted_seconds[i]}});
+    if (!fit.predicted_attention_seconds.empty()) {
+      steps.back()["attention_seconds"] = s.attention_seconds;
+      steps.back()["predicted_attention_seconds"] = fit.predicted_attention_seconds[i];
+    }
   }
   return steps;
 }

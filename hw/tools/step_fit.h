@@ -14,13 +14,20 @@
 // attention_bandwidth_efficiency = 1 / (HBM × u_kv). The weights' HBM rate is
 // the hardware's memory_bandwidth_efficiency (calibrate measures it by a device copy), not fitted: decode
 // of a few sequences cannot tell it from the overhead. CPU-only, so CI tests it.
+//
+// Where the probe also timed each step's attention alone and the attention model describes the kernel
+// (CUDA), attention is priced by that model instead (StepCosts::attention, sim/core/attention_cost.h,
+// fitted by attention_fit.h), and only the overhead and u_linear are solved for here, on each step's
+// time less its measured attention; the formula's attention unknowns stay 0.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "sim/core/attention_cost.h"
 #include "sim/core/cost_model.h"
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
@@ -35,31 +42,43 @@ struct StepSample {
   int64_t cached_tokens = 0;
   int64_t decode_sequences = 0;
   int64_t decode_context = 0;
-  double seconds = 0;  // measured; 0 until the probe times it
+  double seconds = 0;            // measured, whole; 0 until the probe times it
+  double attention_seconds = 0;  // its attention alone, every layer; 0 when not timed
 
   StepWork work() const;
+  // The step's sequences as its attention launch takes them: the decodes, then the prefill chunks (the
+  // serving loop's order, StepRunner::run).
+  std::vector<AttentionSequence> attention_sequences() const;
   const char* kind() const;  // "prefill", "decode" or "mixed"
   // KV tokens of the step, every sequence its own pages: what the probe's pool must hold.
   int64_t kv_tokens() const;
 };
 
-// The steps calibrate times, in order: prefill n in {512, 2K, 8K, 16K} after c in {0, 4K, 16K, 64K},
-// decode batches of 1 to 256 at 1K to 32K, four mixed steps and one near-empty step (1 token after 16);
-// those needing more than `kv_tokens_available` KV tokens are left out.
+// The steps calibrate times, in order: prefill n in {512, 2K, 8K, 16K} after c in {0, 4K, 16K, 64K} and
+// n in {1K, 4K} after c in {16K, 32K} (agent turns), decode batches of 1 to 256 at 1K to 40K, five mixed
+// steps and one near-empty step (1 token after 16); those needing more than `kv_tokens_available` KV tokens
+// are left out.
 std::vector<StepSample> probe_steps(int64_t kv_tokens_available);
 
 struct StepFit {
   StepCosts costs;
-  std::vector<double> predicted_seconds;  // per sample: CostModel with `costs`
+  std::vector<double> predicted_seconds;            // per sample: CostModel with `costs`
+  std::vector<double> predicted_attention_seconds;  // per sample, with an attention model: its attention
 };
 
-// Throws std::invalid_argument when the samples lack prefill or decode steps, a measured time is not
-// positive, or a rate fits as zero (the measurements do not determine it).
+// With `attention_tiling` (the forward pass's, step_probe.h) and every sample's attention timed, the
+// attention model's kernel costs are fitted to the attention launches (attention_fit.h), and the overhead
+// and linear rate to what each step took beside its measured attention; the formula's attention terms are
+// then not fitted (0). Without, the formula is fitted as above. Throws std::invalid_argument when the
+// samples lack prefill or decode steps, a measured time is not positive, or a rate fits as zero (the
+// measurements do not determine it).
 StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
-                       const std::vector<StepSample>& samples);
+                       const std::vector<StepSample>& samples,
+                       const std::optional<AttentionCosts>& attention_tiling = std::nullopt);
 
 // The samples as the calibration file's measurements.steps: each with what ran, the measured and predicted
-// seconds and the residual (measured - predicted).
+// seconds and the residual (measured - predicted), and where timed the attention's measured and predicted
+// seconds.
 nlohmann::json step_measurements_json(const std::vector<StepSample>& samples, const StepFit& fit);
 
 }  // namespace kvtier::hw

@@ -35,7 +35,7 @@ std::vector<StepSample> synthetic_steps(const ModelOnH200& setup, double noise) 
 }
 
 TEST(StepFit, ProbeStepsFitThePoolTheyAreGiven) {
-  EXPECT_EQ(probe_steps(640 * 1024).size(), 16u + 15u + 4u + 1u);
+  EXPECT_EQ(probe_steps(640 * 1024).size(), 16u + 4u + 20u + 5u + 1u);
   // 81,920 tokens hold the longest prefill (16K after 64K) and decode batches up to 8 × 8K, 64 × 1K.
   for (const StepSample& s : probe_steps(81920)) EXPECT_LE(s.kv_tokens(), 81920) << s.kind();
   EXPECT_TRUE(probe_steps(0).empty());
@@ -133,6 +133,66 @@ TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
   }
   run.steps.clear();
   EXPECT_FALSE(nlohmann::json(summarize_calibration(run)).contains("serving")) << "no steps, no fit";
+}
+
+// The H200's attention tiling (one block of either kernel on each of 132 multiprocessors), with costs.
+AttentionCosts attention_truth() {
+  return {.query_rows = 128,
+          .multiprocessors = 132,
+          .max_splits = 64,
+          .min_split_keys = 256,
+          .unsplit = {.key_tile = 128, .slots = 132, .launch_s = 6e-6, .block_s = 3e-6, .key_tile_s = 2.2e-6},
+          .split = {.key_tile = 64, .slots = 132, .launch_s = 11e-6, .block_s = 1.5e-6, .key_tile_s = 2e-6}};
+}
+
+// Steps timed as if the GPU ran the cost model with kTruth's overhead and linear rate and attention_truth():
+// whole steps off by up to `noise`, their attention (all 32 layers) exact.
+std::vector<StepSample> steps_with_attention(const ModelOnH200& setup, double noise) {
+  const StepCosts costs{.step_overhead_s = kTruth.step_overhead_s,
+                        .linear_mfu = kTruth.linear_mfu,
+                        .attention = attention_truth()};
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, costs);
+  std::mt19937 random(5);
+  std::uniform_real_distribution<double> error(-noise, noise);
+  std::vector<StepSample> steps = probe_steps(640 * 1024);
+  for (StepSample& s : steps) {
+    s.seconds = truth.step_seconds(s.work()) * (1 + error(random));
+    s.attention_seconds = 32 * attention_launch_seconds(attention_truth(), 8, 4, s.attention_sequences());
+  }
+  return steps;
+}
+
+TEST(StepFit, WithTimedAttentionFitsTheKernelsAndTheRestBesideThem) {
+  const ModelOnH200 setup;
+  AttentionCosts tiling = attention_truth();
+  tiling.unsplit = {.key_tile = 128, .slots = 132};
+  tiling.split = {.key_tile = 64, .slots = 132};
+  const std::vector<StepSample> steps = steps_with_attention(setup, 0);
+  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, tiling);
+  EXPECT_NEAR(fit.costs.step_overhead_s, kTruth.step_overhead_s, 1e-9);
+  EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
+  ASSERT_TRUE(fit.costs.attention);
+  EXPECT_NEAR(fit.costs.attention->unsplit.key_tile_s / 2.2e-6, 1, 1e-4);
+  EXPECT_NEAR(fit.costs.attention->split.block_s / 1.5e-6, 1, 1e-4);
+  EXPECT_EQ(fit.costs.attention_mfu, 0) << "the formula's attention is not fitted beside the model";
+  ASSERT_EQ(fit.predicted_attention_seconds.size(), steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_NEAR(fit.predicted_seconds[i] / steps[i].seconds, 1, 1e-6) << steps[i].kind() << " " << i;
+    EXPECT_NEAR(fit.predicted_attention_seconds[i] / steps[i].attention_seconds, 1, 1e-4) << i;
+  }
+  const nlohmann::json json = step_measurements_json(steps, fit);
+  EXPECT_EQ(json[3]["attention_seconds"].get<double>(), steps[3].attention_seconds);
+  EXPECT_EQ(json[3]["predicted_attention_seconds"].get<double>(), fit.predicted_attention_seconds[3]);
+}
+
+TEST(StepFit, WithoutTimedAttentionTheFormulaIsFitted) {
+  const ModelOnH200 setup;
+  std::vector<StepSample> steps = synthetic_steps(setup, 0);
+  const StepFit fit =
+      fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, attention_truth());
+  EXPECT_FALSE(fit.costs.attention);
+  EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
+  EXPECT_TRUE(fit.predicted_attention_seconds.empty());
 }
 
 }  // namespace

@@ -1,12 +1,14 @@
 #include "hw/tools/step_probe.h"
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 
 #if defined(KVTIER_GPU_CUDA) || defined(KVTIER_HAVE_HIPBLAS)
 #define KVTIER_HAVE_FORWARD 1
 #include "hw/gpu/check.h"
 #include "hw/gpu/device_buffer.h"
+#include "hw/model/attention.h"
 #include "hw/model/forward.h"
 #include "hw/tools/event_timer.h"
 #endif
@@ -46,7 +48,25 @@ int64_t pool_tokens(const TransformerShape& shape, int block_tokens) {
   return std::clamp<int64_t>(static_cast<int64_t>(pages) * block_tokens, 0, kMostKvTokens);
 }
 
-// One step's sequences, each on its own run of pages from page 0 up.
+// Wall time of `enqueue` until its stream is idle, as the serving loop sees a step (StepRunner::run): the
+// median of `runs` after a warm-up. Unlike device events it includes what the host spends before the
+// kernels start: building and uploading the batch, the launches the GPU catches up with.
+template <typename Enqueue>
+double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs) {
+  enqueue();
+  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+  std::vector<double> seconds;
+  for (int run = 0; run < runs; ++run) {
+    const auto start = std::chrono::steady_clock::now();
+    enqueue();
+    KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + runs / 2, seconds.end());
+  return seconds[static_cast<size_t>(runs / 2)];
+}
+
+// One step's sequences in the serving loop's order, each on its own run of pages from page 0 up.
 std::vector<HostSequence> step_sequences(const StepSample& step, int block_tokens) {
   std::vector<HostSequence> sequences;
   int next_page = 0;
@@ -57,8 +77,7 @@ std::vector<HostSequence> step_sequences(const StepSample& step, int block_token
     for (int& page : s.pages) page = next_page++;
     sequences.push_back(std::move(s));
   };
-  for (int64_t i = 0; i < step.prefill_sequences; ++i) add(step.new_tokens, step.cached_tokens);
-  for (int64_t i = 0; i < step.decode_sequences; ++i) add(1, step.decode_context);
+  for (const AttentionSequence& s : step.attention_sequences()) add(s.new_tokens, s.context_tokens);
   return sequences;
 }
 
@@ -98,10 +117,14 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_t
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
-    step.seconds = median_seconds(
-        stream.get(), [&] { forward.step(sequences, tokens); }, runs);
+    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs);
+    step.attention_seconds = median_seconds(stream.get(), [&] { forward.attention(sequences); }, runs);
   }
   return steps;
+}
+
+std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens) {
+  return paged_attention_tiling(shape.head_dim, shape.heads, shape.kv_heads, block_tokens);
 }
 
 #else
@@ -110,6 +133,8 @@ std::vector<StepSample> measure_steps(const TransformerShape&, int) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }
+
+std::optional<AttentionCosts> attention_tiling(const TransformerShape&, int) { return std::nullopt; }
 
 #endif
 

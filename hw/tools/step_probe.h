@@ -7,14 +7,18 @@
 // a near-empty step. Every sequence of a step has its own pages, so that decode reads as many distinct KV
 // bytes as a real batch would (shared pages would hit in L2). The pool takes what HBM holds after the
 // weights and 8 GiB for activations, at most 640K tokens; steps needing more are left out. Each step is
-// timed by device events (event_timer.h): a warm-up, then the median of 5 runs (3 for steps of 8K new
-// tokens or more). For Llama-3.1-8B on an H200 the cost model puts a pass at about 8 s: a minute in all.
+// timed twice, a warm-up then the median of 5 runs (3 for steps of 8K new tokens or more): whole, on the
+// host clock from the call to an idle stream, as the serving loop times its steps; and its attention
+// alone (every layer's launch, TransformerForward::attention), by device events (event_timer.h).
+// For Llama-3.1-8B on an H200 the cost model puts a pass at about 12 s: two minutes in all.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include "hw/model/transformer_shape.h"
 #include "hw/tools/step_fit.h"
+#include "sim/core/attention_cost.h"
 
 namespace kvtier::hw {
 
@@ -22,5 +26,8 @@ namespace kvtier::hw {
 bool step_probe_available();
 // The probe's steps with their measured seconds. Throws std::runtime_error without a forward pass.
 std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens);
+// How the forward pass's attention cuts its launches on this device (attention.h), for the attention fit;
+// nullopt without a forward pass or where the cost model does not describe the kernel (HIP).
+std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens);
 
 }  // namespace kvtier::hw

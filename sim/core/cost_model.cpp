@@ -163,10 +163,10 @@ double CostModel::block_attention_seconds(const StepWork& work) const {
   }
   std::vector<AttentionSequence> step;
   step.reserve(work.prefills.size() + work.decode_contexts.size());
+  for (const int64_t context : work.decode_contexts) step.push_back({context, 1});
   for (const StepWork::Chunk& chunk : work.prefills) {
     if (chunk.new_tokens > 0) step.push_back({chunk.cached_tokens, chunk.new_tokens});
   }
-  for (const int64_t context : work.decode_contexts) step.push_back({context, 1});
   const int gqa_ratio = model_.query_heads / model_.kv_heads;
   return model_.layers *
          attention_launch_seconds(*step_costs_->attention, attention_kv_heads_, gqa_ratio, step);

@@ -16,8 +16,8 @@
 // attention_half_rate_queries / queries): the kernel's throughput rises with the keys each query sees and
 // with the chunk's new tokens (a short chunk fills few blocks of the GPU), and levels off. docs/cost-model.md derives
 // each term. With StepCosts::attention (a calibration's serving.attention) the two attention terms give
-// way to the kernel's blocks: layers × one launch over the step's chunks, then its decodes, as
-// attention_cost.h prices it.
+// way to the kernel's blocks: layers × one launch over the step's decodes, then its chunks (the order
+// kvtier-hw serve launches them in), as attention_cost.h prices it.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +40,7 @@ struct StepCosts {
   double attention_half_rate_queries = 0;     // a chunk's new tokens at which it runs at half that rate
   double attention_bandwidth_efficiency = 0;  // decode attention's KV read rate over HBM bandwidth
   // When set, a step's attention is priced from the kernel's blocks instead (attention_cost.h): layers ×
-  // one launch over the step's chunks, then its decodes; the four attention terms above are then unused.
+  // one launch over the step's decodes, then its chunks; the four attention terms above are then unused.
   std::optional<AttentionCosts> attention = std::nullopt;
 };
 

@@ -224,7 +224,8 @@ TEST(CostModel, BlockAttentionPricesAChunkBesideADecodeByHand) {
   EXPECT_NEAR(cost.step_seconds(work), 1e-3 + weights + 32 * (5e-6 + 1e-6 + 2e-6), 1e-12);
 }
 
-TEST(CostModel, BlockAttentionLaunchesChunksThenDecodes) {
+// kvtier-hw serve's StepRunner hands the forward pass the decodes first, then the chunks.
+TEST(CostModel, BlockAttentionLaunchesDecodesThenChunks) {
   ModelCard m = card("llama-3.1-8b");
   StepCosts costs = block_step_costs();
   costs.attention->multiprocessors = 1;
@@ -234,8 +235,8 @@ TEST(CostModel, BlockAttentionLaunchesChunksThenDecodes) {
   work.add_decode(0);
   work.add_prefill(1280, 64);
   const std::vector<AttentionSequence> chunk_first{{1280, 64}, {0, 1}}, decode_first{{0, 1}, {1280, 64}};
-  const double in_order = attention_launch_seconds(*costs.attention, 8, 4, chunk_first);
-  ASSERT_NE(in_order, attention_launch_seconds(*costs.attention, 8, 4, decode_first));
+  const double in_order = attention_launch_seconds(*costs.attention, 8, 4, decode_first);
+  ASSERT_NE(in_order, attention_launch_seconds(*costs.attention, 8, 4, chunk_first));
   const double weights = 8.03e9 * 2 / (0.875 * 4.8e12);
   EXPECT_NEAR(cost.step_seconds(work), 1e-3 + weights + 32 * in_order, 1e-12);
 }
