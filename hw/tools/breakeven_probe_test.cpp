@@ -11,6 +11,7 @@
 #include "hw/store/host_memory_pages.h"
 #include "sim/cache/cache_test_support.h"
 #include "sim/core/config.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier::hw {
 namespace {
@@ -106,6 +107,28 @@ TEST(BreakevenProbe, MissPrefillsEverythingHitLoadsThePrefixFromTheLowerTier) {
     EXPECT_EQ(promoted.blocks, 6) << medium_name(lower);
     EXPECT_EQ(tiers.store->cache().used_blocks(0), 0) << "HBM is left empty";
   }
+}
+
+// HBM in Llama-3.1-8B's bf16 (4-token pages of 512 KiB), DRAM in int4: the prefix reaches DRAM quantized
+// (40,960 B per token: 160 KiB per block) and comes back through the int4 path.
+TEST(BreakevenProbe, AnInt4LowerTierServesTheHitInItsPackedBytes) {
+  const ModelCard llama = parse_model_card(load_config("llama-3.1-8b", "models"));
+  TierSpec hbm = single_tier(resolve_kv_layout(llama, "bf16"), kBlockTokens, 0, PolicyKind::kLru);
+  hbm.name = "hbm";
+  hbm.capacity_bytes = 5 * hbm.bytes_per_block();
+  TierSpec dram = single_tier(resolve_kv_layout(llama, "int4"), kBlockTokens, 0, PolicyKind::kLru);
+  dram.name = "dram";
+  dram.medium = Medium::kDram;
+  dram.capacity_bytes = 10 * dram.bytes_per_block();
+  HostMemoryPages device(16, static_cast<uint64_t>(hbm.bytes_per_block()));
+  TieredStore store({hbm, dram}, device, nullptr, TieredStoreOptions{.staging_pages = 4, .spare_dram_pages = 4});
+  FakePrefill prefill;
+  BreakevenProbe probe(store, prefill, kBlockTokens, kNewTokens);
+  const BreakevenSample sample = probe.measure(kPrefixTokens);
+  EXPECT_EQ(sample.miss_s, 2.0);
+  const TrafficTotals::Flow& promoted = store.cache().traffic().flow(CacheEventKind::kPromote, 1, 0);
+  EXPECT_EQ(promoted.blocks, 3);
+  EXPECT_EQ(promoted.from_bytes, 3 * 4 * 40960);
 }
 
 TEST(BreakevenProbe, MediansOfEachTimeApart) {

@@ -4,8 +4,9 @@
 // tokens by TransformerForward) and a hit (the tiered store's admit() promoting the prefix, then the prefill
 // of the new tokens after it), the median of --repeats. `kvtier breakeven --compare` holds the cost model's
 // crossover to the file this writes. HBM holds bf16 (the forward pass reads it); --kv sets the lower tier's
-// layout, which the store refuses with its own error where it cannot convert (every store is built once
-// before anything is timed, so a refused layout costs no measuring).
+// layout (int4: the store quantizes on the way down and dequantizes on promotion, inside the timed admit()),
+// which the store refuses with its own error where it cannot convert (every store is built once before
+// anything is timed, so a refused layout costs no measuring).
 #include <chrono>
 #include <filesystem>
 #include <iostream>
@@ -122,16 +123,18 @@ struct Series {
 std::unique_ptr<TieredStore> open_store(const BreakevenArguments& a, const ModelCard& card, const Series& s,
                                         Machine& machine, int64_t blocks) {
   try {
+    std::vector<TierSpec> tiers = series_tiers(card, s.kv, s.path, blocks, a.block_tokens);
     std::unique_ptr<NvmeStore> nvme;
     if (s.path == Medium::kNvme) {
       const std::string file = (std::filesystem::path(a.nvme_directory) /
                                 ("kvtier-breakeven-" + std::to_string(::getpid()) + ".store")).string();
-      nvme = NvmeStore::create(file, {.block_bytes = machine.device.page_bytes(),
+      nvme = NvmeStore::create(file, {.block_bytes = static_cast<uint64_t>(tiers[1].bytes_per_block()),
                                       .capacity_blocks = static_cast<uint64_t>(blocks + kSpareBlocks)});
     }
-    return std::make_unique<TieredStore>(series_tiers(card, s.kv, s.path, blocks, a.block_tokens), machine.device,
-                                         std::move(nvme),
-                                         TieredStoreOptions{.staging_pages = kSpareBlocks, .spare_dram_pages = kSpareBlocks});
+    return std::make_unique<TieredStore>(std::move(tiers), machine.device, std::move(nvme),
+                                         TieredStoreOptions{.staging_pages = kSpareBlocks,
+                                                            .spare_dram_pages = kSpareBlocks,
+                                                            .int4_row_elements = card.head_dim});
   } catch (const StoreError& e) {
     throw std::runtime_error(s.label() + ": " + e.what());
   }
