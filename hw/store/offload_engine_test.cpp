@@ -111,6 +111,68 @@ TEST_F(OffloadEngineTest, OffloadAndReloadTogetherMoveEachPageToItsNewHome) {
   }
 }
 
+// Fills every page of every pool with bf16 values int4 does not hold exactly; returns the host image.
+std::vector<std::vector<std::byte>> fill_bf16_pools(const HbmKvCache& cache, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> value(0.0f, 2.0f);
+  std::vector<std::vector<std::byte>> images;
+  for (const PageGroup& group : cache.groups()) {
+    std::vector<uint16_t> x(static_cast<size_t>(group.pool_pages * group.page_stride / 2));
+    for (uint16_t& element : x) element = float_to_bf16(value(rng));
+    KVTIER_GPU_CHECK(gpuMemcpy(group.pool, x.data(), x.size() * 2, gpuMemcpyHostToDevice));
+    const auto* bytes = reinterpret_cast<const std::byte*>(x.data());
+    images.emplace_back(bytes, bytes + x.size() * 2);
+  }
+  return images;
+}
+
+// Packed copies through both staging buffers (three pages a chunk): each offloaded page holds the int4
+// reference's records of its staged page, and each reloaded page the reference's dequantized values.
+TEST_F(OffloadEngineTest, PackedCopiesAcrossChunksGiveTheReferencesBytes) {
+  const std::vector<int64_t> group_bytes = {4096, 2048};  // 24 rows of 128 values across both groups
+  HbmKvCache cache(group_bytes, 48);
+  const auto images = fill_bf16_pools(cache, 21);
+  const PagePacking packing{.params = {128, 32}, .rows = 24};
+  ASSERT_EQ(packing.page_bytes(), static_cast<uint64_t>(cache.staged_page_bytes()));
+  const uint64_t pitch = round_up_to_io(packing.packed_bytes());
+  PagePool host(allocate_pinned_region(40 * pitch), pitch);
+  OffloadEngine engine(cache, {.chunk_bytes = 3 * packing.page_bytes(),
+                               .host_pitch = round_up_to_io(packing.page_bytes())});
+  std::vector<int64_t> pages, targets;
+  std::vector<std::byte*> packed;
+  for (int64_t i = 0; i < 20; ++i) {
+    pages.push_back(47 - 2 * i);
+    targets.push_back(2 * i);
+    packed.push_back(host.page(static_cast<uint64_t>(i < 10 ? i : i + 5)));  // two runs with a gap
+  }
+  engine.offload_packed(packing, pages, packed);
+  engine.synchronize();
+  std::vector<std::vector<uint8_t>> records;
+  for (size_t i = 0; i < pages.size(); ++i) {
+    const auto staged = expected_page(cache, images, pages[i]);
+    records.emplace_back(packing.packed_bytes());
+    int4_group_quantize_reference(packing.params, {reinterpret_cast<const uint16_t*>(staged.data()), staged.size() / 2},
+                                  records.back());
+    EXPECT_EQ(std::memcmp(packed[i], records.back().data(), records.back().size()), 0) << "packed page " << pages[i];
+  }
+
+  engine.reload_packed(packing, targets, packed);
+  engine.synchronize();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    std::vector<uint16_t> values(packing.page_bytes() / 2);
+    int4_group_dequantize_reference(packing.params, records[i], values);
+    int64_t offset = 0;
+    for (const PageGroup& group : cache.groups()) {
+      std::vector<std::byte> page(static_cast<size_t>(group.page_bytes));
+      KVTIER_GPU_CHECK(gpuMemcpy(page.data(), group.pool + targets[i] * group.page_stride, page.size(),
+                                 gpuMemcpyDeviceToHost));
+      EXPECT_EQ(std::memcmp(page.data(), reinterpret_cast<const std::byte*>(values.data()) + offset, page.size()), 0)
+          << "reloaded page " << targets[i];
+      offset += group.page_bytes;
+    }
+  }
+}
+
 TEST_F(OffloadEngineTest, RejectsPageIdsOutsideTheCache) {
   HbmKvCache cache(kMixedPageBytes, 4);
   PagePool host(allocate_pinned_region(1 << 16), 1 << 15);
