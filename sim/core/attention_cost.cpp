@@ -14,9 +14,13 @@
 namespace kvtier {
 namespace {
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
-int64_t tokens_per_tile(int query_rows, int gqa_ratio) { return std::max(1, query_rows / gqa_ratio); }
+int64_t tokens_per_tile(int query_rows, int gqa_ratio) {
+  return std::max(1, query_rows / gqa_ratio);
+}
 
 // The slots of one kernel, as groups of slots free at the same time.
 class SlotGroups {
@@ -91,7 +95,8 @@ class RunPlacer {
 
  private:
   void flush() {
-    if (blocks_ > 0) slots_.place(blocks_, kernel_.block_s + kernel_.key_tile_s * static_cast<double>(key_tiles_));
+    if (blocks_ > 0)
+      slots_.place(blocks_, kernel_.block_s + kernel_.key_tile_s * static_cast<double>(key_tiles_));
     blocks_ = 0;
   }
 
@@ -105,7 +110,8 @@ void require_tiling(const AttentionCosts& c, int kv_heads, int gqa_ratio) {
   if (kv_heads < 1 || gqa_ratio < 1 || c.query_rows < 1 || c.multiprocessors < 1 || c.max_splits < 1 ||
       c.min_split_keys < 1 || c.unsplit.key_tile < 1 || c.unsplit.slots < 1 || c.split.key_tile < 1 ||
       c.split.slots < 1) {
-    throw std::invalid_argument("attention costs: KV heads, GQA ratio, tiles, slots and split bounds must be 1 or more");
+    throw std::invalid_argument(
+        "attention costs: KV heads, GQA ratio, tiles, slots and split bounds must be 1 or more");
   }
 }
 
@@ -131,17 +137,18 @@ double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int g
     max_total = std::max(max_total, s.context_tokens + s.new_tokens);
   }
   if (max_new <= 0) return 0;
-  const int splits = attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
-                                      costs.query_rows, costs.multiprocessors, costs.max_splits,
-                                      costs.min_split_keys);
+  const int splits =
+      attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
+                       costs.query_rows, costs.multiprocessors, costs.max_splits, costs.min_split_keys);
   const AttentionKernelCost& kernel = splits == 1 ? costs.unsplit : costs.split;
   const int64_t per_tile = tokens_per_tile(costs.query_rows, gqa_ratio);
   RunPlacer placer(kernel);
   for (const AttentionSequence& s : step) {
     // Split ranges are whole tiles of the split kernel's keys, the same for every query tile.
     const int64_t range =
-        splits == 1 ? 0 : ceil_div(ceil_div(s.context_tokens + s.new_tokens, costs.split.key_tile), splits) *
-                              costs.split.key_tile;
+        splits == 1 ? 0
+                    : ceil_div(ceil_div(s.context_tokens + s.new_tokens, costs.split.key_tile), splits) *
+                          costs.split.key_tile;
     for (int split = 0; split < splits; ++split) {
       for (int64_t tile = ceil_div(s.new_tokens, per_tile) - 1; tile >= 0; --tile) {  // the last first
         const int64_t causal_stop = s.context_tokens + std::min(s.new_tokens, (tile + 1) * per_tile);

@@ -11,12 +11,11 @@
 namespace kvtier {
 namespace {
 
-const AttentionCosts kH200{.query_rows = 128,
-                           .multiprocessors = 132,
-                           .unsplit = {.key_tile = 128, .slots = 132, .launch_s = 8e-6, .block_s = 2e-6,
-                                       .key_tile_s = 2.2e-6},
-                           .split = {.key_tile = 64, .slots = 132, .launch_s = 12e-6, .block_s = 2e-6,
-                                     .key_tile_s = 2.05e-6}};
+const AttentionCosts kH200{
+    .query_rows = 128,
+    .multiprocessors = 132,
+    .unsplit = {.key_tile = 128, .slots = 132, .launch_s = 8e-6, .block_s = 2e-6, .key_tile_s = 2.2e-6},
+    .split = {.key_tile = 64, .slots = 132, .launch_s = 12e-6, .block_s = 2e-6, .key_tile_s = 2.05e-6}};
 
 void run(benchmark::State& state, const std::vector<AttentionSequence>& step) {
   for (auto _ : state) benchmark::DoNotOptimize(attention_launch_seconds(kH200, 8, 4, step));
@@ -33,7 +32,9 @@ void BM_Decode256MixedContexts(benchmark::State& state) {
 BENCHMARK(BM_Decode256MixedContexts);
 
 // A 16K-token prefill chunk after 64K cached tokens: 512 query tiles of distinct key counts.
-void BM_Chunk16KAfter64K(benchmark::State& state) { run(state, {{65536, 16384}}); }
+void BM_Chunk16KAfter64K(benchmark::State& state) {
+  run(state, {{65536, 16384}});
+}
 BENCHMARK(BM_Chunk16KAfter64K);
 
 // A 2K-token chunk after 30K beside 64 decodes at contexts from 1K to 40K.
@@ -47,7 +48,9 @@ void BM_MixedChunkAndDecodes(benchmark::State& state) {
 BENCHMARK(BM_MixedChunkAndDecodes);
 
 // 8 decodes at 32K: the split kernel, 320 blocks.
-void BM_Decode8At32K(benchmark::State& state) { run(state, std::vector<AttentionSequence>(8, {32768, 1})); }
+void BM_Decode8At32K(benchmark::State& state) {
+  run(state, std::vector<AttentionSequence>(8, {32768, 1}));
+}
 BENCHMARK(BM_Decode8At32K);
 
 }  // namespace

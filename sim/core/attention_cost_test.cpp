@@ -13,7 +13,11 @@ namespace kvtier {
 namespace {
 
 AttentionKernelCost kernel(int key_tile, int slots, double launch_s, double block_s, double key_tile_s) {
-  return {.key_tile = key_tile, .slots = slots, .launch_s = launch_s, .block_s = block_s, .key_tile_s = key_tile_s};
+  return {.key_tile = key_tile,
+          .slots = slots,
+          .launch_s = launch_s,
+          .block_s = block_s,
+          .key_tile_s = key_tile_s};
 }
 
 // The kernel's cut, block by block (grid x = KV head fastest, y = query tile with the last first,
@@ -27,8 +31,9 @@ double reference_launch_seconds(const AttentionCosts& c, int kv_heads, int gqa_r
     max_total = std::max(max_total, s.context_tokens + s.new_tokens);
   }
   if (max_new == 0) return 0;
-  const int splits = attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
-                                      c.query_rows, c.multiprocessors, c.max_splits, c.min_split_keys);
+  const int splits =
+      attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
+                       c.query_rows, c.multiprocessors, c.max_splits, c.min_split_keys);
   const AttentionKernelCost& k = splits == 1 ? c.unsplit : c.split;
   const int64_t per_tile = std::max(1, c.query_rows / gqa_ratio);
   const int64_t query_tiles = (max_new + per_tile - 1) / per_tile;
@@ -43,10 +48,11 @@ double reference_launch_seconds(const AttentionCosts& c, int kv_heads, int gqa_r
         if (tok0 >= s.new_tokens) continue;
         const int64_t last = std::min(s.new_tokens, tok0 + per_tile);
         const int64_t begin = splits == 1 ? 0 : range * split;
-        const int64_t stop = splits == 1 ? s.context_tokens + last
-                                         : std::min(s.context_tokens + last, range * (split + 1));
+        const int64_t stop =
+            splits == 1 ? s.context_tokens + last : std::min(s.context_tokens + last, range * (split + 1));
         const int64_t keys = std::max<int64_t>(0, stop - begin);
-        const double seconds = k.block_s + k.key_tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
+        const double seconds =
+            k.block_s + k.key_tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
         for (int head = 0; head < kv_heads; ++head) {
           auto slot = std::min_element(free_at.begin(), free_at.end());
           *slot += seconds;
@@ -76,7 +82,8 @@ TEST(AttentionSplits, FollowsTheKernelsRule) {
 }
 
 TEST(AttentionLaunch, EmptyStepCostsNothing) {
-  AttentionCosts c{.multiprocessors = 1, .unsplit = kernel(64, 2, 1.0, 1.0, 1.0), .split = kernel(64, 2, 1.0, 1.0, 1.0)};
+  AttentionCosts c{
+      .multiprocessors = 1, .unsplit = kernel(64, 2, 1.0, 1.0, 1.0), .split = kernel(64, 2, 1.0, 1.0, 1.0)};
   EXPECT_EQ(attention_launch_seconds(c, 8, 4, {}), 0.0);
 }
 
@@ -151,9 +158,11 @@ TEST(AttentionLaunch, MatchesTheSlowReferenceOnRandomSteps) {
     for (int64_t i = 0; i < chunks; ++i) step.push_back({uniform(0, 70000), uniform(1, 3000)});
     const int64_t decodes = uniform(chunks == 0 ? 1 : 0, uniform(0, 1) == 0 ? 8 : 200);
     const int64_t common = uniform(0, 40000);
-    for (int64_t i = 0; i < decodes; ++i) step.push_back({uniform(0, 2) == 0 ? common : uniform(0, 40000), 1});
+    for (int64_t i = 0; i < decodes; ++i)
+      step.push_back({uniform(0, 2) == 0 ? common : uniform(0, 40000), 1});
     const double expected = reference_launch_seconds(c, kv_heads, gqa, step);
-    EXPECT_NEAR(attention_launch_seconds(c, kv_heads, gqa, step), expected, 1e-12 * expected) << "trial " << trial;
+    EXPECT_NEAR(attention_launch_seconds(c, kv_heads, gqa, step), expected, 1e-12 * expected)
+        << "trial " << trial;
   }
 }
 
