@@ -90,8 +90,8 @@ void time_copies(benchmark::State& state, PageBatch& batch, Copy copy) {
   for (auto _ : state) copy();
   const auto moved = static_cast<int64_t>(state.iterations());
   state.SetBytesProcessed(moved * static_cast<int64_t>(batch.crossing_bytes()));
-  state.counters["kv_rate"] = benchmark::Counter(static_cast<double>(moved) * static_cast<double>(kBatchBytes),
-                                                 benchmark::Counter::kIsRate);
+  state.counters["kv_rate"] = benchmark::Counter(
+      static_cast<double>(moved) * static_cast<double>(kBatchBytes), benchmark::Counter::kIsRate);
   state.SetLabel(batch.packing ? "int4-g32" : "bf16");
 }
 

@@ -72,8 +72,7 @@ std::optional<PagePacking> page_packing(const TierSpec& hbm, const TierSpec& low
 
 void pack_page(const PagePacking& packing, const std::byte* page, std::byte* packed) {
   const size_t elements = packing.page_bytes() / 2;
-  int4_group_quantize_reference(packing.params,
-                                {reinterpret_cast<const uint16_t*>(page), elements},
+  int4_group_quantize_reference(packing.params, {reinterpret_cast<const uint16_t*>(page), elements},
                                 {reinterpret_cast<uint8_t*>(packed), packing.packed_bytes()});
 }
 

@@ -30,8 +30,12 @@ namespace kvtier::hw {
 struct PagePacking {
   Int4GroupParams params;
   int64_t rows = 0;  // records per page
-  uint64_t page_bytes() const { return static_cast<uint64_t>(rows) * static_cast<uint64_t>(params.row_elements) * 2; }
-  uint64_t packed_bytes() const { return static_cast<uint64_t>(rows) * static_cast<uint64_t>(params.record_bytes()); }
+  uint64_t page_bytes() const {
+    return static_cast<uint64_t>(rows) * static_cast<uint64_t>(params.row_elements) * 2;
+  }
+  uint64_t packed_bytes() const {
+    return static_cast<uint64_t>(rows) * static_cast<uint64_t>(params.record_bytes());
+  }
 };
 
 // Why the store cannot make `lower`'s pages from `hbm`'s; empty when it can: the same layout (pages move
