@@ -64,7 +64,8 @@ std::vector<int64_t> sweep_lengths(int64_t first, int64_t last, double ratio, in
   if (first > last) throw ConfigError("--sweep: expected the first length at most the last");
   const int64_t final_length = whole_blocks_down(last, block_tokens);
   if (final_length < block_tokens) {
-    throw ConfigError("--sweep: the last length is under one block of " + std::to_string(block_tokens) + " tokens");
+    throw ConfigError("--sweep: the last length is under one block of " + std::to_string(block_tokens) +
+                      " tokens");
   }
   std::vector<int64_t> lengths;
   for (int64_t length = (first + block_tokens - 1) / block_tokens * block_tokens; length < final_length;) {
@@ -78,7 +79,8 @@ std::vector<int64_t> sweep_lengths(int64_t first, int64_t last, double ratio, in
 
 std::vector<int64_t> parse_sweep(const std::string& text, int64_t block_tokens) {
   const std::vector<std::string> parts = split(text, ':');
-  if (parts.size() != 3) throw ConfigError("--sweep: expected FIRST:LAST:RATIO such as 1K:64K:1.25, got '" + text + "'");
+  if (parts.size() != 3)
+    throw ConfigError("--sweep: expected FIRST:LAST:RATIO such as 1K:64K:1.25, got '" + text + "'");
   double ratio = 0;
   try {
     size_t used = 0;
@@ -87,7 +89,8 @@ std::vector<int64_t> parse_sweep(const std::string& text, int64_t block_tokens) 
   } catch (const std::exception&) {
     ratio = 0;
   }
-  if (!(ratio > 1)) throw ConfigError("--sweep: expected a ratio above 1 such as 1.25, got '" + parts[2] + "'");
+  if (!(ratio > 1))
+    throw ConfigError("--sweep: expected a ratio above 1 such as 1.25, got '" + parts[2] + "'");
   return sweep_lengths(parse_token_count("--sweep", parts[0]), parse_token_count("--sweep", parts[1]), ratio,
                        block_tokens);
 }
@@ -97,7 +100,8 @@ std::vector<int64_t> parse_contexts(const std::string& text, int64_t block_token
   for (const std::string& part : split(text, ',')) {
     const int64_t tokens = whole_blocks_down(parse_token_count("--contexts", part), block_tokens);
     if (tokens == 0) {
-      throw ConfigError("--contexts: '" + part + "' is under one block of " + std::to_string(block_tokens) + " tokens");
+      throw ConfigError("--contexts: '" + part + "' is under one block of " + std::to_string(block_tokens) +
+                        " tokens");
     }
     lengths.push_back(tokens);
   }
@@ -112,7 +116,8 @@ BreakevenProbe::BreakevenProbe(TieredStore& store, Prefill& prefill, int64_t blo
       block_tokens_(block_tokens),
       new_tokens_(new_tokens),
       hbm_capacity_bytes_(store.cache().tier(0).capacity_bytes) {
-  if (store.cache().tier_count() != 2) throw std::invalid_argument("breakeven probe: expected HBM and one lower tier");
+  if (store.cache().tier_count() != 2)
+    throw std::invalid_argument("breakeven probe: expected HBM and one lower tier");
 }
 
 std::vector<uint64_t> BreakevenProbe::fresh_blocks(int64_t count) {
@@ -155,8 +160,8 @@ BreakevenSample BreakevenProbe::measure(int64_t prefix_tokens) {
   sample.load_s = seconds_since(start);
   if (hit.hit_blocks != prefix_blocks || hit.hits_by_tier.at(1) != prefix_blocks) {
     throw std::logic_error("breakeven probe: the prefix's " + std::to_string(prefix_blocks) +
-                           " blocks were not all loaded from the lower tier (" + std::to_string(hit.hit_blocks) +
-                           " hits)");
+                           " blocks were not all loaded from the lower tier (" +
+                           std::to_string(hit.hit_blocks) + " hits)");
   }
   sample.hit_s = sample.load_s + prefill_.run(prefix_tokens, new_tokens_, hit.hbm_pages);
   store_.release(hit);
@@ -187,15 +192,10 @@ nlohmann::json sweep_json(const SweepRecord& record) {
                       {"miss_s", m.miss_s},
                       {"samples", samples}});
   }
-  return {{"tool", "kvtier-hw breakeven"},
-          {"command", record.command},
-          {"device", record.device},
-          {"model", record.model},
-          {"hbm_kv", record.hbm_kv},
-          {"block_tokens", record.block_tokens},
-          {"new_tokens", record.new_tokens},
-          {"prefill", "one step"},
-          {"points", points}};
+  return {
+      {"tool", "kvtier-hw breakeven"},   {"command", record.command}, {"device", record.device},
+      {"model", record.model},           {"hbm_kv", record.hbm_kv},   {"block_tokens", record.block_tokens},
+      {"new_tokens", record.new_tokens}, {"prefill", "one step"},     {"points", points}};
 }
 
 }  // namespace kvtier::hw

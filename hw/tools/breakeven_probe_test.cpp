@@ -25,9 +25,9 @@ using kvtier::testing::make_tier;
 // 16320: 16128 -> 20160: 19968 -> 24960: 24832 -> 31040: 30976 -> 38720: 38656 -> 48320: 48128 ->
 // 60160 (235 blocks exactly) -> (75200 is past 64K) 65536.
 TEST(SweepLengths, GeometricInWholeBlocksNeverMoreThanTheRatioApart) {
-  const std::vector<int64_t> expected{1024,  1280,  1536,  1792,  2048,  2560,  3072,  3840,  4608,
-                                      5632,  6912,  8448,  10496, 13056, 16128, 19968, 24832, 30976,
-                                      38656, 48128, 60160, 65536};
+  const std::vector<int64_t> expected{1024,  1280,  1536,  1792,  2048,  2560,  3072,  3840,
+                                      4608,  5632,  6912,  8448,  10496, 13056, 16128, 19968,
+                                      24832, 30976, 38656, 48128, 60160, 65536};
   EXPECT_EQ(parse_sweep("1K:64K:1.25", 256), expected);
   for (size_t i = 1; i < expected.size(); ++i) EXPECT_LE(expected[i], 1.25 * expected[i - 1]);
 }
@@ -71,13 +71,15 @@ struct TwoTiers {
     below.medium = lower;
     std::unique_ptr<NvmeStore> nvme;
     if (lower == Medium::kNvme) {
-      nvme = NvmeStore::create(file, {.block_bytes = device.page_bytes(), .capacity_blocks = 16}, IoMode::kBuffered);
+      nvme = NvmeStore::create(file, {.block_bytes = device.page_bytes(), .capacity_blocks = 16},
+                               IoMode::kBuffered);
     }
     store = std::make_unique<TieredStore>(std::vector<TierSpec>{hbm, below}, device, std::move(nvme),
                                           TieredStoreOptions{.staging_pages = 4, .spare_dram_pages = 4});
   }
   std::string file = (std::filesystem::temp_directory_path() /
-                      ("kvtier-breakeven-probe-" + std::to_string(::getpid()) + ".store")).string();
+                      ("kvtier-breakeven-probe-" + std::to_string(::getpid()) + ".store"))
+                         .string();
   HostMemoryPages device;
   std::unique_ptr<TieredStore> store;
 };
@@ -121,7 +123,8 @@ TEST(BreakevenProbe, AnInt4LowerTierServesTheHitInItsPackedBytes) {
   dram.medium = Medium::kDram;
   dram.capacity_bytes = 10 * dram.bytes_per_block();
   HostMemoryPages device(16, static_cast<uint64_t>(hbm.bytes_per_block()));
-  TieredStore store({hbm, dram}, device, nullptr, TieredStoreOptions{.staging_pages = 4, .spare_dram_pages = 4});
+  TieredStore store({hbm, dram}, device, nullptr,
+                    TieredStoreOptions{.staging_pages = 4, .spare_dram_pages = 4});
   FakePrefill prefill;
   BreakevenProbe probe(store, prefill, kBlockTokens, kNewTokens);
   const BreakevenSample sample = probe.measure(kPrefixTokens);

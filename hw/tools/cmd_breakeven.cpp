@@ -7,11 +7,12 @@
 // layout (int4: the store quantizes on the way down and dequantizes on promotion, inside the timed admit()),
 // which the store refuses with its own error where it cannot convert (every store is built once before
 // anything is timed, so a refused layout costs no measuring).
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <unistd.h>
 
 #include "hw/gpu/check.h"
 #include "hw/gpu/device_buffer.h"
@@ -43,8 +44,8 @@ struct BreakevenArguments {
 
 // One (layout, path) series' tiers: HBM in bf16, the path's medium below it in the layout --kv names,
 // each holding `blocks` blocks.
-std::vector<TierSpec> series_tiers(const ModelCard& card, const std::string& kv, Medium medium, int64_t blocks,
-                                   int64_t block_tokens) {
+std::vector<TierSpec> series_tiers(const ModelCard& card, const std::string& kv, Medium medium,
+                                   int64_t blocks, int64_t block_tokens) {
   auto tier = [&](Medium m, const KvLayout& layout) {
     TierSpec t;
     t.name = std::string(medium_name(m));
@@ -127,7 +128,8 @@ std::unique_ptr<TieredStore> open_store(const BreakevenArguments& a, const Model
     std::unique_ptr<NvmeStore> nvme;
     if (s.path == Medium::kNvme) {
       const std::string file = (std::filesystem::path(a.nvme_directory) /
-                                ("kvtier-breakeven-" + std::to_string(::getpid()) + ".store")).string();
+                                ("kvtier-breakeven-" + std::to_string(::getpid()) + ".store"))
+                                   .string();
       nvme = NvmeStore::create(file, {.block_bytes = static_cast<uint64_t>(tiers[1].bytes_per_block()),
                                       .capacity_blocks = static_cast<uint64_t>(blocks + kSpareBlocks)});
     }
@@ -149,9 +151,9 @@ void measure_series(const BreakevenArguments& a, const ModelCard& card, const Se
     SweepPoint point{s.kv, std::string(medium_name(s.path)), prefix, {}};
     for (int r = 0; r < a.repeats; ++r) point.samples.push_back(probe.measure(prefix));
     const BreakevenSample m = median_sample(point.samples);
-    std::cerr << "kvtier-hw breakeven: " << s.label() << ", " << prefix << " tokens: load " << m.load_s << " s, hit "
-              << m.hit_s << " s, miss " << m.miss_s << " s (" << (m.hit_s < m.miss_s ? "load" : "recompute")
-              << " wins)\n";
+    std::cerr << "kvtier-hw breakeven: " << s.label() << ", " << prefix << " tokens: load " << m.load_s
+              << " s, hit " << m.hit_s << " s, miss " << m.miss_s << " s ("
+              << (m.hit_s < m.miss_s ? "load" : "recompute") << " wins)\n";
     record.points.push_back(std::move(point));
   }
 }
@@ -174,8 +176,8 @@ void run_breakeven(const BreakevenArguments& a) {
   Machine machine(card, blocks, lengths.back() + a.new_tokens, a.block_tokens);
   for (const Series& s : series) open_store(a, card, s, machine, 1);  // refused layouts fail here, untimed
 
-  SweepRecord record{command_line(), gpu::current_device_description(), a.model, "bf16", a.block_tokens,
-                     a.new_tokens, {}};
+  SweepRecord record{
+      command_line(), gpu::current_device_description(), a.model, "bf16", a.block_tokens, a.new_tokens, {}};
   for (const Series& s : series) measure_series(a, card, s, machine, lengths, blocks, record);
   write_json_file(a.out, sweep_json(record));
 }
@@ -185,11 +187,16 @@ void run_breakeven(const BreakevenArguments& a) {
 void add_breakeven_command(CLI::App& app) {
   auto a = std::make_shared<BreakevenArguments>();
   CLI::App* command = app.add_subcommand(
-      "breakeven", "Time loading a cached prefix (DRAM, NVMe) against recomputing it, for kvtier breakeven --compare");
-  command->add_option("--model", a->model, "Model card file or built-in name (a dense GQA model)")->required();
-  command->add_option("--kv", a->kv, "Lower tier's KV layouts, comma-separated (HBM holds bf16)")->capture_default_str();
-  command->add_option("--paths", a->paths, "Where the prefix is loaded from: dram, nvme")->capture_default_str();
-  auto* contexts = command->add_option("--contexts", a->contexts, "Prefix lengths: 1K,4K,... (rounded down to blocks)");
+      "breakeven",
+      "Time loading a cached prefix (DRAM, NVMe) against recomputing it, for kvtier breakeven --compare");
+  command->add_option("--model", a->model, "Model card file or built-in name (a dense GQA model)")
+      ->required();
+  command->add_option("--kv", a->kv, "Lower tier's KV layouts, comma-separated (HBM holds bf16)")
+      ->capture_default_str();
+  command->add_option("--paths", a->paths, "Where the prefix is loaded from: dram, nvme")
+      ->capture_default_str();
+  auto* contexts =
+      command->add_option("--contexts", a->contexts, "Prefix lengths: 1K,4K,... (rounded down to blocks)");
   auto* sweep = command->add_option("--sweep", a->sweep, "Prefix lengths FIRST:LAST:RATIO, e.g. 1K:64K:1.25");
   contexts->excludes(sweep);
   sweep->excludes(contexts);
@@ -202,11 +209,14 @@ void add_breakeven_command(CLI::App& app) {
   command->add_option("--repeats", a->repeats, "Measurements per point (the median is kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
-  command->add_option("--nvme-dir", a->nvme_directory, "Folder of the NVMe tier's store file (removed at the end)")
+  command
+      ->add_option("--nvme-dir", a->nvme_directory,
+                   "Folder of the NVMe tier's store file (removed at the end)")
       ->capture_default_str();
   command->add_option("--out", a->out, "Result JSON file")->required();
   command->callback([a, contexts, sweep] {
-    if (contexts->count() == 0 && sweep->count() == 0) throw ConfigError("breakeven: give --contexts or --sweep");
+    if (contexts->count() == 0 && sweep->count() == 0)
+      throw ConfigError("breakeven: give --contexts or --sweep");
     run_breakeven(*a);
   });
 }

@@ -41,7 +41,8 @@ const nlohmann::json& member(const nlohmann::json& j, const std::string& key, co
     if (type == T::number_integer) return v.is_number_integer();
     return v.type() == type;
   };
-  if (!j.is_object() || !j.contains(key) || !same_kind(j.at(key)) || (numeric && j.at(key).get<double>() < 0)) {
+  if (!j.is_object() || !j.contains(key) || !same_kind(j.at(key)) ||
+      (numeric && j.at(key).get<double>() < 0)) {
     throw ConfigError(where + key + ": expected " + expected);
   }
   return j.at(key);
@@ -56,7 +57,8 @@ MeasuredSweep::Point point_of(const nlohmann::json& p, const std::string& where)
     throw ConfigError(where + "path: expected dram or nvme, got '" + path + "'");
   }
   point.path = *medium;
-  point.prefix_tokens = member(p, "prefix_tokens", where, T::number_integer, "a positive token count").get<int64_t>();
+  point.prefix_tokens =
+      member(p, "prefix_tokens", where, T::number_integer, "a positive token count").get<int64_t>();
   if (point.prefix_tokens <= 0) throw ConfigError(where + "prefix_tokens: expected a positive token count");
   point.times.load_s = member(p, "load_s", where, T::number_float, "a number of seconds").get<double>();
   point.times.hit_s = member(p, "hit_s", where, T::number_float, "a number of seconds").get<double>();
@@ -70,7 +72,8 @@ MeasuredSweep::Point point_of(const nlohmann::json& p, const std::string& where)
 double conversion_bytes_per_s(const SweepPricing& pricing, const KvLayout& tier, const KvLayout& hbm) {
   if (tier == hbm) return std::numeric_limits<double>::infinity();
   std::optional<double> measured;
-  if (pricing.calibration) measured = layout_conversion_bytes_per_s(*pricing.calibration, pricing.model, tier, hbm);
+  if (pricing.calibration)
+    measured = layout_conversion_bytes_per_s(*pricing.calibration, pricing.model, tier, hbm);
   return measured ? *measured : pricing.hardware.gpu.hbm_bandwidth * 0.7;
 }
 
@@ -89,7 +92,8 @@ MeasuredSweep parse_measured_sweep(const std::string& text, const std::string& n
   const std::string where = name + ": ";
   MeasuredSweep sweep;
   sweep.source = name;
-  sweep.model = member(in, "model", where, T::string, "the model card (--model of kvtier-hw breakeven)").get<std::string>();
+  sweep.model = member(in, "model", where, T::string, "the model card (--model of kvtier-hw breakeven)")
+                    .get<std::string>();
   sweep.hbm_kv = member(in, "hbm_kv", where, T::string, "HBM's KV layout").get<std::string>();
   sweep.new_tokens = member(in, "new_tokens", where, T::number_integer, "a token count").get<int64_t>();
   sweep.command = in.value("command", "");
@@ -109,14 +113,16 @@ MeasuredSweep load_measured_sweep(const std::string& path) {
   return parse_measured_sweep(text.str(), path);
 }
 
-BreakevenTimes predict_breakeven(const SweepPricing& pricing, const std::string& hbm_kv, const std::string& tier_kv,
-                                 Medium path, int64_t prefix_tokens, int64_t new_tokens) {
+BreakevenTimes predict_breakeven(const SweepPricing& pricing, const std::string& hbm_kv,
+                                 const std::string& tier_kv, Medium path, int64_t prefix_tokens,
+                                 int64_t new_tokens) {
   HardwareConfig hardware = pricing.hardware;
   if (pricing.calibration) overlay_calibration(*pricing.calibration, hardware);
   hardware.gpu.count = 1;
   const std::optional<LoadPath> load = load_path(hardware, path);
   if (!load) {
-    throw ConfigError(hardware.name + " has no " + std::string(medium_name(path)) + " path to load a prefix over");
+    throw ConfigError(hardware.name + " has no " + std::string(medium_name(path)) +
+                      " path to load a prefix over");
   }
   const KvLayout hbm = resolve_kv_layout(pricing.model, hbm_kv);
   const KvLayout tier = resolve_kv_layout(pricing.model, tier_kv);
@@ -146,7 +152,8 @@ Crossover crossover_of(const std::vector<BreakevenTimes>& times) {
 }
 
 bool SeriesCheck::agrees() const {
-  const auto apart = static_cast<long>(predicted_crossover.index) - static_cast<long>(measured_crossover.index);
+  const auto apart =
+      static_cast<long>(predicted_crossover.index) - static_cast<long>(measured_crossover.index);
   return predicted_crossover.final_winner == measured_crossover.final_winner && std::labs(apart) <= 1;
 }
 
@@ -162,14 +169,19 @@ BreakevenCheck check_breakeven(const MeasuredSweep& measured, const BreakevenPre
   check.new_tokens = measured.new_tokens;
   std::vector<std::vector<const MeasuredSweep::Point*>> groups;
   for (const MeasuredSweep::Point& p : measured.points) {
-    auto same = [&](const std::vector<const MeasuredSweep::Point*>& g) { return g[0]->kv == p.kv && g[0]->path == p.path; };
+    auto same = [&](const std::vector<const MeasuredSweep::Point*>& g) {
+      return g[0]->kv == p.kv && g[0]->path == p.path;
+    };
     auto group = std::find_if(groups.begin(), groups.end(), same);
-    if (group == groups.end()) groups.push_back({&p});
-    else group->push_back(&p);
+    if (group == groups.end())
+      groups.push_back({&p});
+    else
+      group->push_back(&p);
   }
   for (std::vector<const MeasuredSweep::Point*>& group : groups) {
     const std::string label = group[0]->kv + " from " + std::string(medium_name(group[0]->path));
-    std::sort(group.begin(), group.end(), [](auto* a, auto* b) { return a->prefix_tokens < b->prefix_tokens; });
+    std::sort(group.begin(), group.end(),
+              [](auto* a, auto* b) { return a->prefix_tokens < b->prefix_tokens; });
     if (group.size() < 2) throw ConfigError(measured.source + ": " + label + " has fewer than two lengths");
     SeriesCheck s{group[0]->kv, group[0]->path, {}, {}, {}, {}, {}};
     for (const MeasuredSweep::Point* p : group) {
@@ -196,7 +208,10 @@ std::string crossover_text(const SeriesCheck& series, const Crossover& crossover
 
 nlohmann::json to_json(const BreakevenCheck& check) {
   auto times_json = [](const BreakevenTimes& t) {
-    return nlohmann::json{{"load_s", t.load_s}, {"hit_s", t.hit_s}, {"miss_s", t.miss_s}, {"winner", winner_name(winner_of(t))}};
+    return nlohmann::json{{"load_s", t.load_s},
+                          {"hit_s", t.hit_s},
+                          {"miss_s", t.miss_s},
+                          {"winner", winner_name(winner_of(t))}};
   };
   auto crossover_tokens = [](const SeriesCheck& s, const Crossover& c) {
     return c.index == 0 ? nlohmann::json(nullptr) : nlohmann::json(s.prefix_tokens[c.index]);
@@ -219,9 +234,10 @@ nlohmann::json to_json(const BreakevenCheck& check) {
                       {"agrees", s.agrees()},
                       {"points", points}});
   }
-  return {{"source", check.source},   {"model", check.model},           {"device", check.device},
-          {"hardware", check.hardware}, {"calibrated", check.calibrated}, {"step_costs", check.step_costs},
-          {"new_tokens", check.new_tokens}, {"passed", check.passed()},   {"series", series}};
+  return {
+      {"source", check.source},         {"model", check.model},           {"device", check.device},
+      {"hardware", check.hardware},     {"calibrated", check.calibrated}, {"step_costs", check.step_costs},
+      {"new_tokens", check.new_tokens}, {"passed", check.passed()},       {"series", series}};
 }
 
 }  // namespace kvtier::validation

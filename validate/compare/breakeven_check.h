@@ -4,8 +4,9 @@
 // model predicts what `kvtier breakeven` prices:
 //   miss = prefill(L + s) in one step
 //   hit  = load(L) + prefill(s | L),  load = the path's latency + L × tier bytes per token / its bandwidth,
-//          plus, when the tier's layout is not HBM's, the GPU's conversion of the loaded bytes at the rate the
-//          simulator charges (the calibration's kernels, else 70 % of HBM bandwidth over bytes read + written)
+//          plus, when the tier's layout is not HBM's, the GPU's conversion of the loaded bytes at the rate
+//          the simulator charges (the calibration's kernels, else 70 % of HBM bandwidth over bytes read +
+//          written)
 // on one GPU of the hardware file (the sweep runs on one), with a calibration's measured values and serving
 // step costs laid over it as `kvtier simulate` lays a scenario's.
 //
@@ -63,15 +64,19 @@ struct SweepPricing {
 };
 // Predicted times for `prefix_tokens` cached in `tier_kv` on `path` and `new_tokens` new ones, HBM holding
 // `hbm_kv`. Throws ConfigError for a layout that does not resolve or a path the hardware lacks.
-BreakevenTimes predict_breakeven(const SweepPricing& pricing, const std::string& hbm_kv, const std::string& tier_kv,
-                                 Medium path, int64_t prefix_tokens, int64_t new_tokens);
+BreakevenTimes predict_breakeven(const SweepPricing& pricing, const std::string& hbm_kv,
+                                 const std::string& tier_kv, Medium path, int64_t prefix_tokens,
+                                 int64_t new_tokens);
 
 enum class Winner { kLoad, kRecompute };
 const char* winner_name(Winner winner);  // "load", "recompute"
-inline Winner winner_of(const BreakevenTimes& t) { return t.hit_s < t.miss_s ? Winner::kLoad : Winner::kRecompute; }
+inline Winner winner_of(const BreakevenTimes& t) {
+  return t.hit_s < t.miss_s ? Winner::kLoad : Winner::kRecompute;
+}
 
 struct Crossover {
-  size_t index = 0;  // of the first length from which `final_winner` wins; 0: it wins throughout (none in range)
+  size_t index =
+      0;  // of the first length from which `final_winner` wins; 0: it wins throughout (none in range)
   Winner final_winner = Winner::kRecompute;
 };
 // REQUIRES: times not empty, ordered by prefix length.
@@ -89,13 +94,14 @@ struct SeriesCheck {
 struct BreakevenCheck {
   std::string source, model, device, hardware;
   int64_t new_tokens = 0;
-  bool calibrated = false;    // a calibration was laid over the hardware
-  bool step_costs = false;    // and priced steps with its serving terms
+  bool calibrated = false;          // a calibration was laid over the hardware
+  bool step_costs = false;          // and priced steps with its serving terms
   std::vector<SeriesCheck> series;  // in the file's order of first appearance
   bool passed() const;
 };
 
-using BreakevenPredictor = std::function<BreakevenTimes(const std::string& tier_kv, Medium path, int64_t prefix)>;
+using BreakevenPredictor =
+    std::function<BreakevenTimes(const std::string& tier_kv, Medium path, int64_t prefix)>;
 // Groups the measured points into series, predicts each point and finds both crossovers. Throws ConfigError
 // for a series measured twice at one length or with fewer than two lengths.
 BreakevenCheck check_breakeven(const MeasuredSweep& measured, const BreakevenPredictor& predict);

@@ -21,7 +21,8 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-std::vector<BreakevenTimes> by_winners(const std::string& winners) {  // "RRLL": recompute, recompute, load, load
+std::vector<BreakevenTimes> by_winners(
+    const std::string& winners) {  // "RRLL": recompute, recompute, load, load
   std::vector<BreakevenTimes> times;
   for (char w : winners) times.push_back(w == 'L' ? BreakevenTimes{0.1, 1, 2} : BreakevenTimes{0.1, 2, 1});
   return times;
@@ -47,7 +48,8 @@ BreakevenTimes hand_prediction(const std::string& kv, Medium path, int64_t prefi
 }
 
 TEST(BreakevenCheck, CrossoversOneLengthApartAgreeAndBothNoneAgree) {
-  const BreakevenCheck check = check_breakeven(load_measured_sweep(kFixtures + "agree.json"), hand_prediction);
+  const BreakevenCheck check =
+      check_breakeven(load_measured_sweep(kFixtures + "agree.json"), hand_prediction);
   ASSERT_EQ(check.series.size(), 2u);
   const SeriesCheck& dram = check.series[0];
   EXPECT_EQ(dram.path, Medium::kDram);
@@ -68,7 +70,8 @@ TEST(BreakevenCheck, CrossoversOneLengthApartAgreeAndBothNoneAgree) {
 }
 
 TEST(BreakevenCheck, CrossoverTwoLengthsLaterMisses) {
-  const BreakevenCheck check = check_breakeven(load_measured_sweep(kFixtures + "miss-by-two.json"), hand_prediction);
+  const BreakevenCheck check =
+      check_breakeven(load_measured_sweep(kFixtures + "miss-by-two.json"), hand_prediction);
   EXPECT_EQ(check.series[0].measured_crossover.index, 4u);
   EXPECT_FALSE(check.series[0].agrees());
   EXPECT_TRUE(check.series[1].agrees());
@@ -83,12 +86,14 @@ TEST(BreakevenCheck, CrossoverTwoLengthsLaterMisses) {
 
 TEST(BreakevenCheck, DifferentWinnersThroughoutDisagree) {
   const BreakevenCheck check =
-      check_breakeven(load_measured_sweep(kFixtures + "agree.json"),
-                      [](const std::string&, Medium, int64_t) { return BreakevenTimes{0.5, 1, 2}; });
+      check_breakeven(load_measured_sweep(kFixtures + "agree.json"), [](const std::string&, Medium, int64_t) {
+        return BreakevenTimes{0.5, 1, 2};
+      });
   EXPECT_EQ(check.series[1].predicted_crossover.index, 0u);
   EXPECT_EQ(check.series[1].measured_crossover.index, 0u);
   EXPECT_FALSE(check.series[1].agrees()) << "load always against recompute always";
-  EXPECT_FALSE(check.series[0].agrees()) << "a crossover at 8K against load at every length is 3 lengths apart";
+  EXPECT_FALSE(check.series[0].agrees())
+      << "a crossover at 8K against load at every length is 3 lengths apart";
 }
 
 std::string parse_error(const std::string& text) {
@@ -102,7 +107,8 @@ std::string parse_error(const std::string& text) {
 
 TEST(BreakevenCheck, BadFilesNameTheLineOrTheKey) {
   const std::string good = read_text(kFixtures + "agree.json");
-  EXPECT_TRUE(parse_error("{\n  \"model\": \"x\",\n  oops\n}").starts_with("sweep.json:3:3: invalid JSON: syntax error"))
+  EXPECT_TRUE(parse_error("{\n  \"model\": \"x\",\n  oops\n}")
+                  .starts_with("sweep.json:3:3: invalid JSON: syntax error"))
       << parse_error("{\n  \"model\": \"x\",\n  oops\n}");
   std::string no_miss = good;
   no_miss.replace(no_miss.find("\"miss_s\": 0.2"), 13, "\"miss\": 0.2");
