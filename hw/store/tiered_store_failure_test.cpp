@@ -47,7 +47,7 @@ struct FailureOutcome {
 template <typename BeforeEach>
 FailureOutcome run_until_failure(TieredStore& store, DevicePages& device, const std::vector<TierSpec>& tiers,
                                  BeforeEach before_each) {
-  DevicePatterns patterns(device, 16);
+  DevicePatterns patterns(device, 16, pattern_for(store));
   TieredCache model(tiers);
   DroppedBlocks drops;
   model.set_event_sink(&drops);
@@ -112,11 +112,15 @@ TEST(TieredStoreFailure, FullNvmeStoreSurfacesAsErrorAndLosesNothing) {
   expect_nothing_lost(store, outcome);
 }
 
-TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
-  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 8), tier(Medium::kDram, 6), tier(Medium::kNvme, 16)};
-  ScratchDirectory dir("failing");
-  HostMemoryPages device(8, kPageBytes);
-  const NvmeStoreOptions options{.block_bytes = kPageBytes, .capacity_blocks = 16};
+// A disk that breaks once the NVMe tier holds blocks, under tiers of `layouts` whose HBM pages are
+// `page_bytes` and lower pages `lower_bytes`.
+void expect_failed_write_loses_nothing(const TierLayouts& layouts, uint64_t page_bytes, uint64_t lower_bytes,
+                                       const std::string& name) {
+  const std::vector<TierSpec> tiers{tier(Medium::kHbm, 8, layouts.hbm), tier(Medium::kDram, 6, layouts.lower),
+                                    tier(Medium::kNvme, 16, layouts.lower)};
+  ScratchDirectory dir(name);
+  HostMemoryPages device(8, page_bytes);
+  const NvmeStoreOptions options{.block_bytes = lower_bytes, .capacity_blocks = 16};
   auto log = std::make_shared<IoLog>();
   auto file =
       std::make_unique<DirectFile>(dir.file("nvme.store"), NvmeStore::file_bytes(options), IoMode::kBuffered);
@@ -132,6 +136,16 @@ TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
                           [](const auto& b) { return b.second == 2; }),
             0);
   expect_nothing_lost(store, outcome);
+}
+
+TEST(TieredStoreFailure, FailedNvmeWriteSurfacesAsErrorAndLosesNothing) {
+  const KvLayout flat = kvtier::testing::flat_layout(kBytesPerToken);
+  expect_failed_write_loses_nothing({flat, flat}, kPageBytes, kPageBytes, "failing");
+}
+
+// The same with int4 below bf16: the undone batch leaves every packed page where the store says.
+TEST(TieredStoreFailure, FailedNvmeWriteOfPackedPagesLosesNothing) {
+  expect_failed_write_loses_nothing(int4_layouts(), kInt4TestPageBytes, kInt4TestPackedBytes, "failing-int4");
 }
 
 }  // namespace
