@@ -9,8 +9,9 @@
 namespace kvtier::hw {
 namespace {
 
-constexpr double kLeastRatio = 0.01, kMostRatio = 1000, kRatioStep = 1.1;
-constexpr int kRefineRounds = 40;
+constexpr double kLeastRatio = 0.01, kMostRatio = 1000, kRatioStep = 1.25;  // block_s / key_tile_s
+constexpr double kLeastRowGroupRatio = 1e-3, kMostRowGroupRatio = 10, kRowGroupRatioStep = 1.25;
+constexpr int kRefineRounds = 40, kRefinePasses = 3;
 
 bool runs_split(const AttentionCosts& c, int kv_heads, int gqa_ratio, std::span<const AttentionSequence> step) {
   int64_t most_new = 0, most_total = 0;
@@ -27,10 +28,16 @@ struct KernelFit {
   double squared_error = std::numeric_limits<double>::infinity();
 };
 
+// The two ratios a schedule's shape depends on: block_s and row_group_tile_s over key_tile_s.
+struct Ratios {
+  double block = 0;
+  double row_group = 0;
+};
+
 // launch_s and key_tile_s >= 0 minimising the squared relative error of launch_s + key_tile_s × makespan,
-// for makespans in key tiles (`units`) against measured `seconds`.
-KernelFit fit_at_ratio(AttentionKernelCost kernel, double ratio, const std::vector<double>& units,
-                       const std::vector<double>& seconds) {
+// for makespans in key-tile times (`units`, at key_tile_s = 1) against measured `seconds`.
+KernelFit fit_at_ratios(AttentionKernelCost kernel, Ratios ratios, const std::vector<double>& units,
+                        const std::vector<double>& seconds) {
   double s11 = 0, s12 = 0, s22 = 0, b1 = 0, b2 = 0;
   for (size_t i = 0; i < units.size(); ++i) {
     const double a = 1 / seconds[i], m = units[i] / seconds[i];
@@ -42,7 +49,8 @@ KernelFit fit_at_ratio(AttentionKernelCost kernel, double ratio, const std::vect
   if (launch < 0 || tile <= 0) launch = 0, tile = b2 / s22;  // the best fit with no fixed launch time
   KernelFit fit;
   if (!(tile > 0)) return fit;
-  kernel.launch_s = launch, kernel.block_s = ratio * tile, kernel.key_tile_s = tile;
+  kernel.launch_s = launch, kernel.key_tile_s = tile;
+  kernel.block_s = ratios.block * tile, kernel.row_group_tile_s = ratios.row_group * tile;
   fit.cost = kernel;
   fit.squared_error = 0;
   for (size_t i = 0; i < units.size(); ++i) {
@@ -52,42 +60,60 @@ KernelFit fit_at_ratio(AttentionKernelCost kernel, double ratio, const std::vect
   return fit;
 }
 
-AttentionKernelCost fit_kernel(const AttentionCosts& tiling, bool split, int kv_heads, int gqa_ratio,
-                               const std::vector<const AttentionSample*>& samples) {
-  if (samples.size() < 2) {
-    throw std::invalid_argument(std::string("attention fit: fewer than two timed launches of the ") +
-                                (split ? "split" : "unsplit") + " kernel");
-  }
-  std::vector<double> seconds;
-  for (const AttentionSample* s : samples) seconds.push_back(s->seconds);
-  auto fit_ratio = [&](double ratio) {
-    AttentionCosts unit = tiling;
-    AttentionKernelCost& kernel = split ? unit.split : unit.unsplit;
-    kernel.launch_s = 0, kernel.block_s = ratio, kernel.key_tile_s = 1;
-    std::vector<double> units;
-    for (const AttentionSample* s : samples)
-      units.push_back(attention_launch_seconds(unit, kv_heads, gqa_ratio, s->sequences));
-    return fit_at_ratio(kernel, ratio, units, seconds);
-  };
-  KernelFit best;
-  double best_ratio = kLeastRatio;
-  for (double ratio = kLeastRatio; ratio <= kMostRatio; ratio *= kRatioStep) {
-    const KernelFit fit = fit_ratio(ratio);
-    if (fit.squared_error < best.squared_error) best = fit, best_ratio = ratio;
-  }
-  // Golden-section search on log(ratio) between the best point's neighbours on the grid.
-  double low = std::log(best_ratio / kRatioStep), high = std::log(best_ratio * kRatioStep);
+// The minimum of `error` over log(x) in [low, high] by golden-section search.
+template <typename Error>
+double golden_section(double low, double high, Error error) {
   const double golden = (std::sqrt(5.0) - 1) / 2;
   for (int round = 0; round < kRefineRounds; ++round) {
     const double a = high - golden * (high - low), b = low + golden * (high - low);
-    if (fit_ratio(std::exp(a)).squared_error < fit_ratio(std::exp(b)).squared_error) {
+    if (error(std::exp(a)) < error(std::exp(b))) {
       high = b;
     } else {
       low = a;
     }
   }
-  const KernelFit refined = fit_ratio(std::exp((low + high) / 2));
-  if (refined.squared_error < best.squared_error) best = refined;
+  return std::exp((low + high) / 2);
+}
+
+AttentionKernelCost fit_kernel(const AttentionCosts& tiling, bool split, int kv_heads, int gqa_ratio,
+                               const std::vector<const AttentionSample*>& samples) {
+  if (samples.size() < 3) {
+    throw std::invalid_argument(std::string("attention fit: fewer than three timed launches of the ") +
+                                (split ? "split" : "unsplit") + " kernel");
+  }
+  std::vector<double> seconds;
+  for (const AttentionSample* s : samples) seconds.push_back(s->seconds);
+  auto fit = [&](Ratios ratios) {
+    AttentionCosts unit = tiling;
+    AttentionKernelCost& kernel = split ? unit.split : unit.unsplit;
+    kernel.launch_s = 0, kernel.block_s = ratios.block, kernel.key_tile_s = 1;
+    kernel.row_group_tile_s = ratios.row_group;
+    std::vector<double> units;
+    for (const AttentionSample* s : samples)
+      units.push_back(attention_launch_seconds(unit, kv_heads, gqa_ratio, s->sequences));
+    return fit_at_ratios(kernel, ratios, units, seconds);
+  };
+  KernelFit best;
+  Ratios at;
+  for (double block = kLeastRatio; block <= kMostRatio; block *= kRatioStep) {
+    for (double row_group = 0; row_group <= kMostRowGroupRatio;
+         row_group = row_group == 0 ? kLeastRowGroupRatio : row_group * kRowGroupRatioStep) {
+      const KernelFit f = fit({block, row_group});
+      if (f.squared_error < best.squared_error) best = f, at = {block, row_group};
+    }
+  }
+  // Refine each ratio in turn between its neighbours on the grid.
+  for (int pass = 0; pass < kRefinePasses; ++pass) {
+    at.block = golden_section(std::log(at.block / kRatioStep), std::log(at.block * kRatioStep),
+                              [&](double block) { return fit({block, at.row_group}).squared_error; });
+    if (at.row_group > 0) {
+      at.row_group = golden_section(std::log(at.row_group / kRowGroupRatioStep),
+                                    std::log(at.row_group * kRowGroupRatioStep),
+                                    [&](double row_group) { return fit({at.block, row_group}).squared_error; });
+    }
+    const KernelFit refined = fit(at);
+    if (refined.squared_error < best.squared_error) best = refined;
+  }
   if (!std::isfinite(best.squared_error))
     throw std::invalid_argument("attention fit: the launches do not determine the kernel's costs");
   return best.cost;

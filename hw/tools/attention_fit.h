@@ -3,11 +3,12 @@
 // kvtier-hw calibrate --steps times each probe step's attention by itself (every layer's launch,
 // TransformerForward::attention). A launch runs the unsplit kernel or the split one (attention_splits
 // decides), so each kernel is fitted to its own launches: its time is launch_s + makespan(block_s,
-// key_tile_s), and the makespan of a greedy schedule scales with its two costs together (twice both, twice
-// the makespan) while its shape depends only on their ratio. So for each ratio block_s / key_tile_s on a
-// grid (0.01 to 1000 key tiles, 1.1x apart) the fit solves non-negative least squares on the relative
-// error for launch_s and key_tile_s; a golden-section search then refines the ratio between the best
-// point's neighbours. CPU-only, so CI tests it.
+// key_tile_s, row_group_tile_s), and the makespan of a greedy schedule scales with its three costs
+// together (twice each, twice the makespan) while its shape depends only on their ratios. So for each pair
+// of ratios block_s / key_tile_s (0.01 to 1000, 1.25x apart) and row_group_tile_s / key_tile_s (0, then
+// 0.001 to 10, 1.25x apart) the fit solves non-negative least squares on the relative error for launch_s
+// and key_tile_s; golden-section searches then refine each ratio of the best pair between its grid
+// neighbours. CPU-only, so CI tests it.
 #pragma once
 
 #include <span>
@@ -23,8 +24,8 @@ struct AttentionSample {
   double seconds = 0;
 };
 
-// `tiling` with both kernels' launch_s, block_s and key_tile_s fitted. Throws std::invalid_argument when a
-// time is not positive or a kernel has fewer than two launches to fit.
+// `tiling` with both kernels' launch_s, block_s, key_tile_s and row_group_tile_s fitted. Throws
+// std::invalid_argument when a time is not positive or a kernel has fewer than three launches to fit.
 AttentionCosts fit_attention_costs(const AttentionCosts& tiling, int kv_heads, int gqa_ratio,
                                    std::span<const AttentionSample> samples);
 

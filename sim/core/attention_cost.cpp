@@ -75,15 +75,16 @@ class SlotGroups {
   std::vector<Group> heap_;
 };
 
-// Collects consecutive blocks of equal key tiles into one run before placing them.
+// Collects consecutive blocks of equal key tiles and row groups into one run before placing them.
 class RunPlacer {
  public:
   explicit RunPlacer(const AttentionKernelCost& kernel) : kernel_(kernel), slots_(kernel.slots) {}
 
-  void add(int64_t blocks, int64_t key_tiles) {
-    if (key_tiles != key_tiles_) {
+  void add(int64_t blocks, int64_t key_tiles, int64_t row_groups) {
+    if (key_tiles != key_tiles_ || row_groups != row_groups_) {
       flush();
       key_tiles_ = key_tiles;
+      row_groups_ = row_groups;
     }
     blocks_ += blocks;
   }
@@ -95,14 +96,17 @@ class RunPlacer {
 
  private:
   void flush() {
-    if (blocks_ > 0)
-      slots_.place(blocks_, kernel_.block_s + kernel_.key_tile_s * static_cast<double>(key_tiles_));
+    if (blocks_ > 0) {
+      const double tile_s = kernel_.key_tile_s + kernel_.row_group_tile_s * static_cast<double>(row_groups_);
+      slots_.place(blocks_, kernel_.block_s + tile_s * static_cast<double>(key_tiles_));
+    }
     blocks_ = 0;
   }
 
   const AttentionKernelCost& kernel_;
   SlotGroups slots_;
   int64_t key_tiles_ = -1;
+  int64_t row_groups_ = -1;
   int64_t blocks_ = 0;
 };
 
@@ -151,10 +155,13 @@ double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int g
                           costs.split.key_tile;
     for (int split = 0; split < splits; ++split) {
       for (int64_t tile = ceil_div(s.new_tokens, per_tile) - 1; tile >= 0; --tile) {  // the last first
-        const int64_t causal_stop = s.context_tokens + std::min(s.new_tokens, (tile + 1) * per_tile);
+        const int64_t tile_tokens = std::min(s.new_tokens, (tile + 1) * per_tile) - tile * per_tile;
+        const int64_t causal_stop = s.context_tokens + tile * per_tile + tile_tokens;
         const int64_t begin = range * split;
         const int64_t stop = splits == 1 ? causal_stop : std::min(causal_stop, range * (split + 1));
-        placer.add(kv_heads, ceil_div(std::max<int64_t>(0, stop - begin), kernel.key_tile));
+        const int64_t rows = std::min<int64_t>(costs.query_rows, tile_tokens * gqa_ratio);
+        placer.add(kv_heads, ceil_div(std::max<int64_t>(0, stop - begin), kernel.key_tile),
+                   ceil_div(rows, kAttentionRowGroup));
       }
     }
   }

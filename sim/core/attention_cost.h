@@ -8,9 +8,12 @@
 // each sequence's keys are split into ranges handled by separate blocks, and a second, slower kernel does
 // the splits (attention_splits below: the one rule, shared with hw/model/attention_plan.h).
 //
-// A block's time is block_s + key_tile_s × (its key tiles), and blocks start in launch order on the first
-// free one of `slots` places (multiprocessors × blocks resident on each). The launch takes launch_s plus
-// the time its last block ends. Measured on an H200 this describes what one rate cannot: a decode of
+// A block's time is block_s + (its key tiles) × (key_tile_s + row_group_tile_s × its row groups), a row
+// group being kAttentionRowGroup query rows in use (a warp's share of the matrix instructions: a decode's
+// block uses gqa_ratio rows of its tile, a prefill's all of them, and on the mma.sync kernel only warps
+// with rows do the work). Blocks start in launch order on the first free one of `slots` places
+// (multiprocessors × blocks resident on each). The launch takes launch_s plus the time its last block
+// ends. Measured on an H200 this describes what one rate cannot: a decode of
 // 8 sequences at 32K tokens runs in three waves of 320 blocks over 132 multiprocessors, and takes 60 % of
 // the time of 32 sequences at 16K, which read twice the bytes. docs/cost-model.md derives it;
 // kvtier-hw calibrate fits the costs to attention launches it times alone (hw/tools/step_fit.h).
@@ -35,7 +38,10 @@ struct AttentionKernelCost {
   double launch_s = 0;      // fixed time of a launch (with the split kernel: its combine kernel too)
   double block_s = 0;       // fixed time of one block
   double key_tile_s = 0;    // time of one key tile in a block
+  double row_group_tile_s = 0;  // and of one key tile per row group the block uses
 };
+
+inline constexpr int kAttentionRowGroup = 16;  // query rows of a row group
 
 struct AttentionCosts {
   int query_rows = 128;       // query rows of a block (tokens × query heads of one KV head)

@@ -12,12 +12,14 @@
 namespace kvtier {
 namespace {
 
-AttentionKernelCost kernel(int key_tile, int slots, double launch_s, double block_s, double key_tile_s) {
+AttentionKernelCost kernel(int key_tile, int slots, double launch_s, double block_s, double key_tile_s,
+                           double row_group_tile_s = 0) {
   return {.key_tile = key_tile,
           .slots = slots,
           .launch_s = launch_s,
           .block_s = block_s,
-          .key_tile_s = key_tile_s};
+          .key_tile_s = key_tile_s,
+          .row_group_tile_s = row_group_tile_s};
 }
 
 // The kernel's cut, block by block (grid x = KV head fastest, y = query tile with the last first,
@@ -51,8 +53,9 @@ double reference_launch_seconds(const AttentionCosts& c, int kv_heads, int gqa_r
         const int64_t stop =
             splits == 1 ? s.context_tokens + last : std::min(s.context_tokens + last, range * (split + 1));
         const int64_t keys = std::max<int64_t>(0, stop - begin);
-        const double seconds =
-            k.block_s + k.key_tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
+        const int64_t rows = std::min<int64_t>(c.query_rows, (last - tok0) * gqa_ratio);
+        const double tile_s = k.key_tile_s + k.row_group_tile_s * static_cast<double>((rows + 15) / 16);
+        const double seconds = k.block_s + tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
         for (int head = 0; head < kv_heads; ++head) {
           auto slot = std::min_element(free_at.begin(), free_at.end());
           *slot += seconds;
@@ -137,6 +140,24 @@ TEST(AttentionLaunch, DecodesBesideAChunkOnlyRunTheirFirstTile) {
   EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 1, step), 0.5 + 6.0);
 }
 
+// A block pays per key tile for the row groups it uses: gqa_ratio rows for a decode, a tile's tokens ×
+// gqa_ratio for a chunk. 128 rows, ratio 4: 32 tokens a tile.
+TEST(AttentionLaunch, ABlockPaysForTheQueryRowsItUses) {
+  AttentionCosts c{.query_rows = 128,
+                   .multiprocessors = 1,
+                   .max_splits = 1,
+                   .min_split_keys = 256,
+                   .unsplit = kernel(64, 1, 0, 1, 10, 2),
+                   .split = kernel(64, 1, 0, 1, 10, 2)};
+  // 32 new tokens after 96: one tile of 128 rows (8 groups) over 128 keys (2 key tiles): 1 + 2 × (10 + 16).
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 4, std::vector<AttentionSequence>{{96, 32}}), 53);
+  // A decode after 127: 4 rows (1 group), 128 keys: 1 + 2 × (10 + 2).
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 4, std::vector<AttentionSequence>{{127, 1}}), 25);
+  // 40 new tokens after 88: the last tile first, 8 tokens (32 rows, 2 groups) over 128 keys, 1 + 2 × 14;
+  // then 32 tokens over 120 keys (2 key tiles), 53. One slot: 29 + 53.
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 4, std::vector<AttentionSequence>{{88, 40}}), 82);
+}
+
 TEST(AttentionLaunch, MatchesTheSlowReferenceOnRandomSteps) {
   std::mt19937_64 rng(20261201);
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
@@ -150,9 +171,9 @@ TEST(AttentionLaunch, MatchesTheSlowReferenceOnRandomSteps) {
                      .max_splits = static_cast<int>(uniform(1, 64)),
                      .min_split_keys = static_cast<int>(uniform(1, 1024)),
                      .unsplit = kernel(static_cast<int>(uniform(16, 256)), static_cast<int>(uniform(1, 300)),
-                                       real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5)),
+                                       real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6)),
                      .split = kernel(static_cast<int>(uniform(16, 128)), static_cast<int>(uniform(1, 300)),
-                                     real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5))};
+                                     real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6))};
     std::vector<AttentionSequence> step;
     const int64_t chunks = uniform(0, 3);
     for (int64_t i = 0; i < chunks; ++i) step.push_back({uniform(0, 70000), uniform(1, 3000)});

@@ -251,6 +251,7 @@ constexpr KernelTimeKey kKernelTimeKeys[] = {
     {"launch_s", &AttentionKernelCost::launch_s},
     {"block_s", &AttentionKernelCost::block_s},
     {"key_tile_s", &AttentionKernelCost::key_tile_s},
+    {"row_group_tile_s", &AttentionKernelCost::row_group_tile_s},
 };
 struct KernelKey {
   const char* key;

@@ -384,9 +384,14 @@ Calibration with_block_attention() {
                           .slots = 264,
                           .launch_s = 4.25e-6,
                           .block_s = 1.125e-6,
-                          .key_tile_s = 2.2345678901e-6},
-              .split = {
-                  .key_tile = 64, .slots = 132, .launch_s = 9.5e-6, .block_s = 0, .key_tile_s = 2.0517e-6}}}};
+                          .key_tile_s = 2.2345678901e-6,
+                          .row_group_tile_s = 3.5e-8},
+              .split = {.key_tile = 64,
+                        .slots = 132,
+                        .launch_s = 9.5e-6,
+                        .block_s = 0,
+                        .key_tile_s = 2.0517e-6,
+                        .row_group_tile_s = 0.125e-6}}}};
   return c;
 }
 
@@ -396,7 +401,8 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
                                       {"slots", 264},
                                       {"launch_s", 4.25e-6},
                                       {"block_s", 1.125e-6},
-                                      {"key_tile_s", 2.2345678901e-6}};
+                                      {"key_tile_s", 2.2345678901e-6},
+                                      {"row_group_tile_s", 3.5e-8}};
   EXPECT_EQ(json["serving"], nlohmann::json({{"model", "Llama-3.1-8B"},
                                              {"step_overhead_s", 1.5e-3},
                                              {"linear_mfu", 0.61},
@@ -411,7 +417,8 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
                                                  {"slots", 132},
                                                  {"launch_s", 9.5e-6},
                                                  {"block_s", 0.0},
-                                                 {"key_tile_s", 2.0517e-6}}}}}}));
+                                                 {"key_tile_s", 2.0517e-6},
+                                                 {"row_group_tile_s", 0.125e-6}}}}}}));
   const Calibration back =
       parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
   ASSERT_TRUE(back.serving && back.serving->costs.attention);
@@ -428,6 +435,7 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
     EXPECT_EQ(read.launch_s, written.launch_s);
     EXPECT_EQ(read.block_s, written.block_s);
     EXPECT_EQ(read.key_tile_s, written.key_tile_s);
+    EXPECT_EQ(read.row_group_tile_s, written.row_group_tile_s);
   }
   EXPECT_EQ(back.serving->costs.attention_mfu, 0) << "formula keys are optional beside attention";
   EXPECT_FALSE(nlohmann::json(with_serving())["serving"].contains("attention")) << "no blocks, no object";
@@ -452,9 +460,9 @@ std::string attention_file(const std::string& from = "", const std::string& to =
       "  \"attention\": {\"query_rows\": 128, \"multiprocessors\": 132, \"max_splits\": 64, "
       "\"min_split_keys\": 256,\n"
       "   \"unsplit\": {\"key_tile\": 128, \"slots\": 132, \"launch_s\": 5e-06, \"block_s\": 1e-06, "
-      "\"key_tile_s\": 2e-06},\n"
+      "\"key_tile_s\": 2e-06, \"row_group_tile_s\": 0},\n"
       "   \"split\": {\"key_tile\": 64, \"slots\": 132, \"launch_s\": 7e-06, \"block_s\": 1e-06, "
-      "\"key_tile_s\": 3e-06}}}}";
+      "\"key_tile_s\": 3e-06, \"row_group_tile_s\": 1e-07}}}}";
   if (!from.empty()) {
     const size_t at = text.find(from);
     EXPECT_NE(at, std::string::npos) << from;
