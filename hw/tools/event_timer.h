@@ -2,9 +2,13 @@
 //
 // `enqueue` puts the work on `stream` (and may fork other streams off it, as long as it joins them back
 // into `stream` before returning); the timing spans from an event recorded before it to one after it.
+// With `idle_s`, the GPU idles that long before each run, so that every run starts at the clock an idle
+// GPU comes back with rather than the one the previous run's power draw left it at.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "hw/gpu/device_buffer.h"
@@ -12,13 +16,14 @@
 namespace kvtier::hw {
 
 template <typename Enqueue>
-double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5) {
+double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5, double idle_s = 0) {
   enqueue();  // warm-up: first-touch of pages, lazy module loading, DMA engine start
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
   gpu::Event start;
   gpu::Event stop;
   std::vector<double> seconds;
   for (int run = 0; run < runs; ++run) {
+    if (idle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
     start.record(stream);
     enqueue();
     stop.record(stream);

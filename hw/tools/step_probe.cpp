@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 #include <stdexcept>
 
 #if defined(KVTIER_GPU_CUDA) || defined(KVTIER_HAVE_HIPBLAS)
@@ -49,14 +50,16 @@ int64_t pool_tokens(const TransformerShape& shape, int block_tokens) {
 }
 
 // Wall time of `enqueue` until its stream is idle, as the serving loop sees a step (StepRunner::run): the
-// median of `runs` after a warm-up. Unlike device events it includes what the host spends before the
-// kernels start: building and uploading the batch, the launches the GPU catches up with.
+// median of `runs` after a warm-up, each after `idle_s` of idling (event_timer.h says why). Unlike device
+// events it includes what the host spends before the kernels start: building and uploading the batch, the
+// launches the GPU catches up with.
 template <typename Enqueue>
-double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs) {
+double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs, double idle_s) {
   enqueue();
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
   std::vector<double> seconds;
   for (int run = 0; run < runs; ++run) {
+    if (idle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
     const auto start = std::chrono::steady_clock::now();
     enqueue();
     KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
@@ -98,7 +101,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens) {
+std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, double idle_s) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -117,8 +120,8 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_t
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
-    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs);
-    step.attention_seconds = median_seconds(stream.get(), [&] { forward.attention(sequences); }, runs);
+    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs, idle_s);
+    step.attention_seconds = median_seconds(stream.get(), [&] { forward.attention(sequences); }, runs, idle_s);
   }
   return steps;
 }
@@ -129,7 +132,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-std::vector<StepSample> measure_steps(const TransformerShape&, int) {
+std::vector<StepSample> measure_steps(const TransformerShape&, int, double) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }
