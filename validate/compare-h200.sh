@@ -5,7 +5,8 @@
 #   validate/compare-h200.sh DIR [SCENARIO...] [breakeven]      (DIR: the folder run-h200.sh wrote)
 # For each scenario NAME it writes DIR/NAME-sim (the simulation), DIR/NAME-validation.txt (the table),
 # DIR/NAME-validation.json and the plots DIR/NAME-plots/; for case (e), the break-even sweep
-# DIR/e-breakeven.json, DIR/e-breakeven-validation.txt and .json (by default, or when `breakeven` is named).
+# DIR/e-breakeven-KV.json for each KV layout swept, DIR/e-breakeven-KV-validation.txt and .json (by default,
+# or when `breakeven` is named).
 # Exit status 1 when any target is missed.
 set -u -o pipefail
 dir=${1:?usage: validate/compare-h200.sh DIR [SCENARIO...]}
@@ -28,9 +29,13 @@ for scenario in "${scenarios[@]}"; do
   echo "$name: $(tail -1 "$dir/$name-validation.txt")"
 done
 if [ "$breakeven" = 1 ]; then
-  args=(breakeven --compare "$dir/e-breakeven.json" --hardware h200 --calibration "$dir/calibration.json")
-  "$kvtier" "${args[@]}" > "$dir/e-breakeven-validation.txt" || status=1
-  "$kvtier" "${args[@]}" --format json > "$dir/e-breakeven-validation.json"
-  echo "e-breakeven: $(tail -1 "$dir/e-breakeven-validation.txt")"
+  for sweep in "$dir"/e-breakeven-*.json; do
+    case "$sweep" in *-validation.json) continue ;; esac
+    name=$(basename "$sweep" .json)
+    args=(breakeven --compare "$sweep" --hardware h200 --calibration "$dir/calibration.json")
+    "$kvtier" "${args[@]}" > "$dir/$name-validation.txt" || status=1
+    "$kvtier" "${args[@]}" --format json > "$dir/$name-validation.json"
+    echo "$name: $(tail -1 "$dir/$name-validation.txt")"
+  done
 fi
 exit $status
