@@ -5,8 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "sim/core/checked_math.h"
 #include "sim/core/config.h"
+#include "sim/core/token_count.h"
 
 namespace kvtier::hw {
 namespace {
@@ -41,23 +41,6 @@ nlohmann::json sample_json(const BreakevenSample& s) {
 }
 
 }  // namespace
-
-int64_t parse_token_count(const std::string& option, const std::string& text) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  const std::string suffix = text.substr(used);
-  const long long factor = suffix.empty() ? 1 : (suffix == "K" || suffix == "k") ? 1024 : 0;
-  const std::optional<int64_t> tokens = checked_mul(value, factor);
-  if (used == 0 || factor == 0 || value <= 0 || !tokens) {
-    throw ConfigError(option + ": expected a positive token count such as 4096 or 32K, got '" + text + "'");
-  }
-  return *tokens;
-}
 
 std::vector<int64_t> sweep_lengths(int64_t first, int64_t last, double ratio, int64_t block_tokens) {
   if (!(ratio > 1) || !std::isfinite(ratio)) throw ConfigError("--sweep: expected a ratio above 1");

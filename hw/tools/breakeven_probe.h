@@ -22,9 +22,6 @@
 
 namespace kvtier::hw {
 
-// "1024", "32K" (K = 1024): a positive token count. Throws ConfigError naming `option`.
-int64_t parse_token_count(const std::string& option, const std::string& text);
-
 // The prefix lengths of a geometric sweep from `first` to `last` tokens: `first` rounded up to whole
 // blocks, then each length the largest whole number of blocks at most `ratio` times the one before (at
 // least one block more), and `last` rounded down to whole blocks as the final length. Adjacent lengths are

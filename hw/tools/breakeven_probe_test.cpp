@@ -43,7 +43,7 @@ TEST(SweepLengths, RefusesWhatIsNotASweep) {
   EXPECT_THROW(parse_sweep("64K:1K:1.25", 256), ConfigError);
   EXPECT_THROW(parse_sweep("1K:64X:1.25", 256), ConfigError);
   EXPECT_THROW(parse_contexts("100", 256), ConfigError);
-  EXPECT_THROW(parse_token_count("--contexts", "-4K"), ConfigError);
+  EXPECT_THROW(parse_contexts("-4K", 256), ConfigError);
 }
 
 // A prefill that takes a fixed time and remembers what it was asked to compute.

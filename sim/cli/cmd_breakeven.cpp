@@ -6,11 +6,10 @@
 
 #include "sim/core/breakeven.h"
 #include "sim/core/calibration.h"
-#include "sim/core/checked_math.h"
 #include "sim/cli/commands.h"
 #include "sim/core/config_files.h"
 #include "sim/cli/output.h"
-#include "sim/core/units.h"
+#include "sim/core/token_count.h"
 #include "validate/compare/breakeven_check.h"
 
 namespace kvtier {
@@ -27,26 +26,6 @@ struct BreakevenOptions {
   int64_t new_tokens = 1024;
   OutputFormat format = OutputFormat::kTable;
 };
-
-int64_t parse_tokens(const std::string& text) {
-  size_t used = 0;
-  long long value = 0;
-  try {
-    value = std::stoll(text, &used);
-  } catch (const std::exception&) {
-    throw ConfigError("--context: expected a token count such as 4096 or 32K, got '" + text + "'");
-  }
-  std::string suffix = text.substr(used);
-  long long factor = suffix.empty() ? 1 : suffix == "K" || suffix == "k" ? 1024 : suffix == "M" ? 1 << 20 : 0;
-  if (factor == 0 || value <= 0) {
-    throw ConfigError("--context: expected a positive token count such as 4096 or 32K, got '" + text + "'");
-  }
-  std::optional<int64_t> tokens = checked_mul(value, factor);
-  if (!tokens) {
-    throw ConfigError("--context: '" + text + "' is more than " + std::to_string(kMaxCount) + " tokens");
-  }
-  return *tokens;
-}
 
 std::string verdict(double speedup) {
   return speedup >= 1 ? fixed("%.1fx load", speedup) : fixed("%.1fx recompute", 1 / speedup);
@@ -151,7 +130,7 @@ void run_breakeven(const BreakevenOptions& options) {
     }
     a.paths = load_paths(*a.hardware);
   }
-  for (const std::string& c : options.contexts) a.contexts.push_back(parse_tokens(c));
+  for (const std::string& c : options.contexts) a.contexts.push_back(parse_token_count("--context", c));
   std::vector<BreakevenRow> rows = analyse(a, options);
   if (options.format == OutputFormat::kJson) {
     std::cout << to_json(a, options, rows).dump(2) << "\n";

@@ -4,6 +4,9 @@
 
 #include <cmath>
 
+#include "sim/core/config.h"
+#include "sim/core/token_count.h"
+
 namespace kvtier {
 namespace {
 
@@ -75,6 +78,24 @@ TEST(Units, FormattingPicksAReadableScale) {
   EXPECT_EQ(format_bytes(327680), "320.0 KiB");
   EXPECT_EQ(format_bandwidth(5.898e9), "5.90 GB/s");
   EXPECT_EQ(format_duration(0.25), "250.00 ms");
+}
+
+TEST(TokenCount, PowersOfTwoAndTheOptionInEveryError) {
+  EXPECT_EQ(parse_token_count("--context", "4096"), 4096);
+  EXPECT_EQ(parse_token_count("--context", "32K"), 32768);
+  EXPECT_EQ(parse_token_count("--context", "1M"), 1048576);
+  auto message = [](const std::string& text) {
+    try {
+      parse_token_count("--sweep", text);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("-4K"), "--sweep: expected a positive token count such as 4096 or 32K, got '-4K'");
+  EXPECT_EQ(message("4G"), "--sweep: expected a positive token count such as 4096 or 32K, got '4G'");
+  EXPECT_EQ(message("K"), "--sweep: expected a token count such as 4096 or 32K, got 'K'");
+  EXPECT_EQ(message("9007199254740993M"), "--sweep: '9007199254740993M' is more than 9223372036854775807 tokens");
 }
 
 }  // namespace

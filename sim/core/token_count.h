@@ -1,0 +1,14 @@
+// Token counts on the command line: "4096", "32K" or "1M", where K is 1024 tokens and M 1024 K (token
+// counts are sized in powers of two, unlike the units of units.h). Shared by kvtier breakeven's --context
+// and kvtier-hw breakeven's --contexts and --sweep.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace kvtier {
+
+// The count `text` gives; throws ConfigError naming `option` when it is not a positive count or overflows.
+int64_t parse_token_count(const std::string& option, const std::string& text);
+
+}  // namespace kvtier
