@@ -64,7 +64,7 @@ void check_servable(const Scenario& s) {
   for (size_t t = 1; t < s.tiers.size(); ++t) {
     if (s.tiers[t].medium == Medium::kRemote)
       elements[t].child("medium").fail("kvtier-hw serve has no remote pool; use dram or nvme");
-    const std::string problem = lower_layout_problem(s.tiers[0].layout, s.tiers[t].layout);
+    const std::string problem = lower_layout_problem(s.tiers[0].layout, s.tiers[t].layout, s.model.head_dim);
     if (!problem.empty()) elements[t].child("kv").fail("kvtier-hw serve: " + problem);
     if (t > 1 && s.tiers[t].layout != s.tiers[1].layout)
       elements[t].child("kv").fail("kvtier-hw serve's store moves pages between the tiers below HBM unchanged, "
@@ -179,7 +179,7 @@ class GpuEngine {
         decode_pages_(std::min<int64_t>(kMaxDecodePages, 2 * s.max_running)),
         device_(layout_page_bytes(s.tiers[0].layout, s.block_tokens), store_pages_ + decode_pages_),
         store_device_(device_, store_pages_),
-        store_(s.tiers, store_device_, open_nvme(s, o)),
+        store_(s.tiers, store_device_, open_nvme(s, o), TieredStoreOptions{.int4_row_elements = s.model.head_dim}),
         backend_(store_),
         forward_(forward_config(s, device_.cache().groups()[0], store_pages_ + decode_pages_), stream_.get()),
         runner_(forward_, stream_.get(), [this](uint64_t id) -> const std::vector<int64_t>& {

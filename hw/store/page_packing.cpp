@@ -20,15 +20,16 @@ bool all_bf16(const KvLayout& layout) {
                      [](const LayerGroup& g) { return g.encoding.kind == EncodingKind::kBf16; });
 }
 
-// Empty when every group of `layout` has the encoding of the first and the int4 kernels implement it.
-std::string int4_problem(const KvLayout& layout) {
+// Empty when every group of `layout` has the encoding of the first and the int4 kernels implement it on
+// records of `row_elements` values.
+std::string int4_problem(const KvLayout& layout, int row_elements) {
   if (layout.groups.empty()) return "it has no layers";
   const Encoding& first = layout.groups.front().encoding;
   for (const LayerGroup& g : layout.groups) {
     if (g.encoding != first) return "its layers are stored in more than one encoding";
   }
   try {
-    int4_group_params(first.group_size, first);
+    int4_group_params(row_elements, first);
   } catch (const std::invalid_argument& e) {
     return e.what();
   }
@@ -41,16 +42,16 @@ std::string int4_problem(const KvLayout& layout) {
 
 }  // namespace
 
-std::string lower_layout_problem(const KvLayout& hbm, const KvLayout& lower) {
+std::string lower_layout_problem(const KvLayout& hbm, const KvLayout& lower, int row_elements) {
   if (lower == hbm) return "";
   if (!all_bf16(hbm)) return std::string(kSupported) + "; HBM holds " + hbm.name;
-  const std::string problem = int4_problem(lower);
+  const std::string problem = int4_problem(lower, row_elements);
   if (!problem.empty()) return std::string(kSupported) + "; got " + lower.name + " (" + problem + ")";
   return "";
 }
 
 std::optional<PagePacking> page_packing(const TierSpec& hbm, const TierSpec& lower, int row_elements) {
-  const std::string problem = lower_layout_problem(hbm.layout, lower.layout);
+  const std::string problem = lower_layout_problem(hbm.layout, lower.layout, row_elements);
   if (!problem.empty()) bad_request("tier " + lower.name + ": " + problem);
   if (lower.layout == hbm.layout) return std::nullopt;
   PagePacking packing;

@@ -38,10 +38,10 @@ struct PagePacking {
   }
 };
 
-// Why the store cannot make `lower`'s pages from `hbm`'s; empty when it can: the same layout (pages move
-// unchanged), or bf16 on every layer of hbm and one int4 encoding the kernels implement on every layer of
-// lower.
-std::string lower_layout_problem(const KvLayout& hbm, const KvLayout& lower);
+// Why the store cannot make `lower`'s pages from `hbm`'s with records of `row_elements` values; empty when
+// it can: the same layout (pages move unchanged), or bf16 on every layer of hbm and one int4 encoding the
+// kernels implement on every layer of lower, its groups dividing a record.
+std::string lower_layout_problem(const KvLayout& hbm, const KvLayout& lower, int row_elements);
 
 // The packing from `hbm`'s pages to `lower`'s, nullopt when they share a layout. Throws
 // StoreError(kBadRequest) with lower_layout_problem()'s reason, or when a page is not whole rows of

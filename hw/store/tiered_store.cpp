@@ -38,7 +38,7 @@ std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard&
     if (tiers[t].medium == Medium::kRemote) {
       elements[t].child("medium").fail("the hardware mode's store has no remote pool; use dram or nvme");
     }
-    const std::string problem = lower_layout_problem(tiers[0].layout, tiers[t].layout);
+    const std::string problem = lower_layout_problem(tiers[0].layout, tiers[t].layout, model.head_dim);
     if (!problem.empty()) elements[t].child("kv").fail(problem);
     if (t > 1 && tiers[t].layout != tiers[1].layout) {
       elements[t].child("kv").fail("the tiers below HBM move pages between them unchanged, so they need one "

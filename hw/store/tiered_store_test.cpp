@@ -13,6 +13,7 @@
 #include "sim/core/config_files.h"
 #include "hw/kernels/int4_group.h"
 #include "hw/store/host_memory_pages.h"
+#include "hw/store/page_packing.h"
 #include "hw/store/tiered_store_test_support.h"
 
 namespace kvtier::hw {
@@ -309,6 +310,16 @@ TEST(LoadStoreTiers, RefusesWhatTheStoreCannotBackAtTheKey) {
                                       "  - {medium: nvme, capacity_blocks: 8, kv: bf16}\n"
                                       "  - {medium: dram, capacity_blocks: 8, kv: bf16}\n");
   EXPECT_EQ(load_error(order), order + ":2:3: tiers: expected the store's order: hbm, then dram, then nvme");
+}
+
+// A group of int4 values must divide a record (one head's K or V): int4-g128 packs heads of 128, not 64.
+TEST(LowerLayoutProblem, AGroupMustDivideARecord) {
+  const ModelCard llama = parse_model_card(load_config("llama-3.1-8b", "models"));
+  const KvLayout bf16 = resolve_kv_layout(llama, "bf16"), g128 = resolve_kv_layout(llama, "int4-g128");
+  EXPECT_EQ(lower_layout_problem(bf16, g128, 128), "");
+  const std::string problem = lower_layout_problem(bf16, g128, 64);
+  EXPECT_NE(problem.find("got int4-g128 ("), std::string::npos) << problem;
+  EXPECT_NE(problem.find("dividing 64, got 128"), std::string::npos) << problem;
 }
 
 // A serving loop shrinks HBM's cache area as decode KV grows: the evicted blocks go down with their bytes,
