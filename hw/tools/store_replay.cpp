@@ -10,7 +10,6 @@
 #include "sim/workload/agent_workload.h"
 #include "hw/store/block_pattern.h"
 #include "sim/core/config_files.h"
-#include "hw/store/gpu_device_pages.h"
 #include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
 #include "hw/kernels/page_copy.h"
@@ -54,20 +53,22 @@ LoadedRequests load_requests(const ReplayOptions& o) {
   return loaded;
 }
 
-// The NVMe store of the tiers' nvme tier, or none.
-std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, const std::vector<TierSpec>& tiers,
-                                          uint64_t page_bytes) {
+// The NVMe store of the tiers' nvme tier, or none; its blocks are that tier's layout (packed int4 pages
+// where the tiers below HBM are int4).
+std::unique_ptr<NvmeStore> open_nvme_tier(const ReplayOptions& o, const std::vector<TierSpec>& tiers) {
   auto nvme = std::find_if(tiers.begin(), tiers.end(), [](const TierSpec& t) { return t.medium == Medium::kNvme; });
   if (nvme == tiers.end()) return nullptr;
   const std::string path =
       (std::filesystem::path(o.directory) / ("kvtier-replay-" + std::to_string(::getpid()) + ".store"))
           .string();
   return NvmeStore::create(
-      path, {.block_bytes = page_bytes, .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + o.spare_blocks)});
+      path, {.block_bytes = static_cast<uint64_t>(nvme->bytes_per_block()),
+             .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + o.spare_blocks)});
 }
 
 // --verify: placed blocks get their pattern (as prefill would write their KV), then every block of the
-// request must read back from its HBM page.
+// request must read back from its HBM page. Under int4 lower tiers the pattern is one int4 holds exactly
+// (block_pattern.h), so a block promoted from them must come back bit for bit too.
 void verify_request(DevicePatterns& patterns, const StoreAdmission& admission,
                     std::span<const uint64_t> chain, ReplayReport& report) {
   report.mismatched_blocks += static_cast<int64_t>(fill_placed_and_check(patterns, admission, chain).size());
@@ -77,7 +78,7 @@ void verify_request(DevicePatterns& patterns, const StoreAdmission& admission,
 void replay_through_store(const ReplayOptions& o, const std::vector<Request>& requests, TieredStore& store,
                           DevicePages& device, ReplayReport& report) {
   std::optional<DevicePatterns> patterns;
-  if (o.verify) patterns.emplace(device, 16);
+  if (o.verify) patterns.emplace(device, 16, store.packing() ? PatternKind::kInt4Exact : PatternKind::kBytes);
   report.store_hits.assign(report.tiers.size(), {});
   std::vector<int64_t> tokens;
   for (const Request& request : requests) {
@@ -111,7 +112,7 @@ bool ReplayReport::hits_agree() const {
   return model.requests == requests;
 }
 
-ReplayReport run_replay(const ReplayOptions& o) {
+ReplayReport run_replay(const ReplayOptions& o, const DevicePagesMaker& make_device) {
   const ModelCard model = parse_model_card(load_config(o.model, "models"));
   const LoadedRequests loaded = load_requests(o);
   ReplayReport report;
@@ -120,12 +121,14 @@ ReplayReport run_replay(const ReplayOptions& o) {
   report.tiers = load_store_tiers(o.tiers, model, loaded.block_tokens);
 
   const TierSpec& hbm = report.tiers[0];
-  GpuDevicePages device(layout_page_bytes(hbm.layout, loaded.block_tokens), hbm.capacity_blocks() + o.spare_blocks);
-  report.page_bytes = device.page_bytes();
-  TieredStore store(
-      report.tiers, device, open_nvme_tier(o, report.tiers, device.page_bytes()),
-      {.staging_pages = std::max<int64_t>(o.spare_blocks, 1), .spare_dram_pages = o.spare_blocks});
-  replay_through_store(o, loaded.requests, store, device, report);
+  const std::unique_ptr<DevicePages> device =
+      make_device(layout_page_bytes(hbm.layout, loaded.block_tokens), hbm.capacity_blocks() + o.spare_blocks);
+  report.page_bytes = device->page_bytes();
+  TieredStore store(report.tiers, *device, open_nvme_tier(o, report.tiers),
+                    {.staging_pages = std::max<int64_t>(o.spare_blocks, 1),
+                     .spare_dram_pages = o.spare_blocks,
+                     .int4_row_elements = model.head_dim});
+  replay_through_store(o, loaded.requests, store, *device, report);
   report.events = store.cache().traffic();
   report.transfers = store.transfers();
   report.batches = store.batches();

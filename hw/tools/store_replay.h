@@ -6,15 +6,20 @@
 // keeps its first capacity-many blocks). The tiers come from a tier file, the one `kvtier hitrate --tiers`
 // reads (load_store_tiers: HBM, then DRAM and NVMe where it has them, all in tier 0's layout). The same
 // requests also go through a plain TieredCache of the same tiers (CacheReplay); the hits per tier the store
-// observed must equal the model's.
+// observed must equal the model's. The replay runs on any DevicePages: kvtier-hw's on the GPU, its tests'
+// on the CPU reference (HostMemoryPages).
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "sim/cache/cache_event.h"
 #include "sim/cache/hit_rate.h"
+#include "hw/store/device_pages.h"
 #include "hw/store/transfer_batch.h"
 
 namespace kvtier::hw {
@@ -50,8 +55,15 @@ struct ReplayReport {
   bool hits_agree() const;
 };
 
+// The HBM side of the store: `pages` pages, each one block in `page_bytes` per layer group
+// (layout_page_bytes()).
+using DevicePagesMaker =
+    std::function<std::unique_ptr<DevicePages>(std::span<const int64_t> page_bytes, int64_t pages)>;
+
 // Throws ConfigError for bad input (unknown model, a tier file the store cannot back, a bad trace),
 // StoreError / GpuError when a tier fails.
+ReplayReport run_replay(const ReplayOptions& options, const DevicePagesMaker& make_device);
+// On the GPU (GpuDevicePages); built with KVTIER_GPU only (store_replay_gpu.cpp).
 ReplayReport run_replay(const ReplayOptions& options);
 
 }  // namespace kvtier::hw
