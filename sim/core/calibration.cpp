@@ -573,4 +573,12 @@ std::optional<double> layout_conversion_bytes_per_s(const Calibration& calibrati
   return static_cast<double>(from.bytes_per_token() + to.bytes_per_token()) / seconds_per_token;
 }
 
+double charged_conversion_bytes_per_s(const std::optional<Calibration>& calibration, const ModelCard& model,
+                                      const KvLayout& from, const KvLayout& to, double hbm_bandwidth,
+                                      int gpus) {
+  std::optional<double> measured;
+  if (calibration) measured = layout_conversion_bytes_per_s(*calibration, model, from, to);
+  return measured ? *measured * gpus : gpus * hbm_bandwidth * 0.7;
+}
+
 }  // namespace kvtier

@@ -133,6 +133,13 @@ std::optional<double> conversion_rate(const Calibration& calibration, Conversion
 std::optional<double> layout_conversion_bytes_per_s(const Calibration& calibration, const ModelCard& model,
                                                     const KvLayout& from, const KvLayout& to);
 
+// The rate the simulator charges a conversion from `from` to `to` at on `gpus` GPUs, in bytes read plus
+// written per second: the calibration's kernels (layout_conversion_bytes_per_s) on each GPU where it
+// measured every encoding involved, otherwise 70 % of the GPUs' HBM bandwidth (`hbm_bandwidth` per GPU).
+double charged_conversion_bytes_per_s(const std::optional<Calibration>& calibration, const ModelCard& model,
+                                      const KvLayout& from, const KvLayout& to, double hbm_bandwidth,
+                                      int gpus);
+
 // What the simulator charges a lower tier's conversions at, in bytes read plus written per second on the
 // instance: loads convert the tier's layout to HBM's, stores convert back.
 struct ConversionRates {

@@ -301,6 +301,20 @@ TEST(Calibration, ConvertingBetweenTwoQuantizedLayoutsDequantizesThenQuantizes) 
                    32 * (1280 + 1088) / seconds_per_token);
 }
 
+// What the simulator charges: the measured rate on each of the GPUs, else 70 % of their HBM bandwidth.
+TEST(Calibration, ChargedConversionIsTheKernelsOnEveryGpuElseSeventyPercentOfHbm) {
+  const ModelCard model = parse_model_card(load_config("llama-3.1-8b", "models"));
+  const KvLayout bf16 = resolve_kv_layout(model, "bf16");
+  const KvLayout turboquant = resolve_kv_layout(model, "turboquant4");
+  const std::optional<Calibration> c = with_conversions({{turboquant4(), Conversion::kDequantize, 2.4e12}});
+  const double hbm = 4.8e12;
+  EXPECT_DOUBLE_EQ(charged_conversion_bytes_per_s(c, model, turboquant, bf16, hbm, 3),
+                   3 * 177920 / (28 * 4096 / 2.4e12));
+  EXPECT_DOUBLE_EQ(charged_conversion_bytes_per_s(c, model, bf16, turboquant, hbm, 3), 1.008e13)
+      << "quantizing was not measured: 3 x 4.8e12 x 0.7";
+  EXPECT_DOUBLE_EQ(charged_conversion_bytes_per_s(std::nullopt, model, turboquant, bf16, hbm, 1), 3.36e12);
+}
+
 // ---- the serving step costs ----
 
 Calibration with_serving() {

@@ -27,15 +27,11 @@ HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Ca
   return hardware;
 }
 
-// Each tier's conversions to and from HBM's layout: the calibration's kernels, on every GPU of the
-// instance, where it measured each encoding involved; otherwise 70 % of the instance's HBM bandwidth over
-// the bytes read plus written.
+// Each tier's conversions to and from HBM's layout on the instance (charged_conversion_bytes_per_s).
 std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration) {
-  const double estimate = s.gpus * s.hardware.gpu.hbm_bandwidth * 0.7;
   auto rate = [&](const KvLayout& from, const KvLayout& to) {
-    std::optional<double> measured;
-    if (calibration) measured = layout_conversion_bytes_per_s(*calibration, s.model, from, to);
-    return measured ? *measured * s.gpus : estimate;
+    return charged_conversion_bytes_per_s(calibration, s.model, from, to, s.hardware.gpu.hbm_bandwidth,
+                                          s.gpus);
   };
   std::vector<ConversionRates> rates;
   for (const TierSpec& tier : s.tiers)

@@ -66,15 +66,12 @@ MeasuredSweep::Point point_of(const nlohmann::json& p, const std::string& where)
   return point;
 }
 
-// What the simulator charges a load's conversion from `tier` to `hbm` (sim/engine/scenario.cpp's
-// tier_conversion_rates: the calibration's kernels where it measured the encodings, else 70 % of HBM
-// bandwidth), on one GPU; infinite when the layouts match.
+// What the simulator charges a load's conversion from `tier` to `hbm` on one GPU
+// (charged_conversion_bytes_per_s); infinite when the layouts match.
 double conversion_bytes_per_s(const SweepPricing& pricing, const KvLayout& tier, const KvLayout& hbm) {
   if (tier == hbm) return std::numeric_limits<double>::infinity();
-  std::optional<double> measured;
-  if (pricing.calibration)
-    measured = layout_conversion_bytes_per_s(*pricing.calibration, pricing.model, tier, hbm);
-  return measured ? *measured : pricing.hardware.gpu.hbm_bandwidth * 0.7;
+  return charged_conversion_bytes_per_s(pricing.calibration, pricing.model, tier, hbm,
+                                        pricing.hardware.gpu.hbm_bandwidth, 1);
 }
 
 }  // namespace
