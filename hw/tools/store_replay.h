@@ -4,10 +4,11 @@
 // NVMe and dropping, all as the cache model decides), optionally checked byte for byte, and released, as
 // the fast hit-rate mode does (`kvtier hitrate`: no timing between requests, a request longer than HBM
 // keeps its first capacity-many blocks). The tiers come from a tier file, the one `kvtier hitrate --tiers`
-// reads (load_store_tiers: HBM, then DRAM and NVMe where it has them, all in tier 0's layout). The same
-// requests also go through a plain TieredCache of the same tiers (CacheReplay); the hits per tier the store
-// observed must equal the model's. The replay runs on any DevicePages: kvtier-hw's on the GPU, its tests'
-// on the CPU reference (HostMemoryPages).
+// reads (load_store_tiers: HBM, then DRAM and NVMe where it has them, below HBM in tier 0's layout or, under
+// bf16, in one int4 layout; --verify then checks patterns int4 holds exactly). The same requests also go
+// through a plain TieredCache of the same tiers (CacheReplay); the hits per tier the store observed must
+// equal the model's. The replay runs on any DevicePages: kvtier-hw's on the GPU, its tests' on the CPU
+// reference (HostMemoryPages).
 #pragma once
 
 #include <cstdint>
