@@ -156,7 +156,7 @@ void add_replay_command(CLI::App& app) {
   command->add_option("--model", o.model, "Model card (name or file)")->capture_default_str();
   command->add_option("--tiers", o.tiers,
                       "Tier hierarchy file or built-in name (configs/tiers), as kvtier hitrate --tiers reads it: "
-                      "hbm, then dram and nvme, every tier in tier 0's KV layout")
+                      "hbm, then dram and nvme; below HBM, tier 0's KV layout or, under bf16, one int4 layout")
       ->capture_default_str();
   command->add_option("--block-tokens", o.block_tokens, "Tokens per block (0: the trace's own)")
       ->capture_default_str()
