@@ -202,16 +202,11 @@ double CostModel::prefill_tokens_per_s(int64_t tokens) const {
 }
 
 double CostModel::decode_step_seconds(int64_t batch, int64_t context_tokens) const {
-  if (step_costs_ && step_costs_->attention) {
+  if (step_costs_) {
     // Each decode's context is unknown: spread evenly, the first ones a token longer.
     StepWork work;
     for (int64_t i = 0; i < batch; ++i)
       work.add_decode(context_tokens / batch + (i < context_tokens % batch ? 1 : 0));
-    return step_seconds(work);
-  }
-  if (step_costs_) {
-    StepWork work;
-    work.add_decodes(batch, context_tokens);
     return step_seconds(work);
   }
   return step_seconds(decode_flops(batch, context_tokens),

@@ -65,12 +65,6 @@ struct StepWork {
     decode_context += context_tokens;
     decode_contexts.push_back(context_tokens);
   }
-  // `batch` decodes holding `context_tokens` between them, each one's unknown: only the default formula
-  // and the attention terms of StepCosts can price them.
-  void add_decodes(int64_t batch, int64_t context_tokens) {
-    decodes += batch;
-    decode_context += context_tokens;
-  }
   int64_t tokens() const;
 };
 

@@ -106,7 +106,7 @@ TEST(CostModel, StepWorkWithoutStepCostsIsTheSummedRoofline) {
   StepWork work;
   work.add_prefill(3000, 1024);
   work.add_prefill(0, 517);
-  work.add_decodes(37, 37 * 9000);
+  for (int i = 0; i < 37; ++i) work.add_decode(9000);
   double flops = cost.prefill_flops(3000, 1024) + cost.prefill_flops(0, 517);
   double kv_bytes = 131072.0 * 4024 + 131072.0 * 517;
   flops += cost.decode_flops(37, 37 * 9000);
@@ -191,9 +191,8 @@ TEST(StepWork, AddDecodeRecordsEachContextAndKeepsTheSums) {
   StepWork work;
   work.add_decode(100);
   work.add_decode(7);
-  work.add_decodes(2, 50);
-  EXPECT_EQ(work.decodes, 4);
-  EXPECT_EQ(work.decode_context, 157);
+  EXPECT_EQ(work.decodes, 2);
+  EXPECT_EQ(work.decode_context, 107);
   EXPECT_EQ(work.decode_contexts, (std::vector<int64_t>{100, 7}));
 }
 
@@ -243,8 +242,9 @@ TEST(CostModel, BlockAttentionLaunchesDecodesThenChunks) {
 
 TEST(CostModel, BlockAttentionNeedsEachDecodesContext) {
   CostModel cost(card("llama-3.1-8b"), hardware("h200"), 131072, block_step_costs());
-  StepWork work;
-  work.add_decodes(2, 200);
+  StepWork work;  // two decodes by their sums alone, as a caller filling the fields might leave them
+  work.decodes = 2;
+  work.decode_context = 200;
   EXPECT_THROW(cost.step_seconds(work), std::invalid_argument);
 }
 
