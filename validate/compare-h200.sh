@@ -11,12 +11,7 @@
 set -u -o pipefail
 dir=${1:?usage: validate/compare-h200.sh DIR [SCENARIO...]}
 shift
-scenarios=()
-breakeven=$([ $# -eq 0 ] && echo 1 || echo 0)
-for arg in "$@"; do
-  if [ "$arg" = breakeven ]; then breakeven=1; else scenarios+=("$arg"); fi
-done
-[ $# -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+. "$(dirname "$0")/h200-selection.sh"
 kvtier=${KVTIER:-build/sim/cli/kvtier}
 status=0
 for scenario in "${scenarios[@]}"; do

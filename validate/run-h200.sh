@@ -11,12 +11,7 @@
 set -u -o pipefail
 out=${1:?usage: validate/run-h200.sh OUTDIR [SCENARIO...]}
 shift
-scenarios=()
-breakeven=$([ $# -eq 0 ] && echo 1 || echo 0)
-for arg in "$@"; do
-  if [ "$arg" = breakeven ]; then breakeven=1; else scenarios+=("$arg"); fi
-done
-[ $# -gt 0 ] || scenarios=(validate/scenarios/h200-*.yaml)
+. "$(dirname "$0")/h200-selection.sh"
 hw=${KVTIER_HW:-build-gpu/hw/tools/kvtier-hw}
 if [ ! -x "$hw" ]; then
   cmake -B build-gpu -DKVTIER_SIM=OFF -DKVTIER_GPU=cuda -DKVTIER_TESTS=OFF -DKVTIER_BENCHMARKS=OFF \

@@ -13,16 +13,6 @@ constexpr double kLeastRatio = 0.01, kMostRatio = 1000, kRatioStep = 1.25;  // b
 constexpr double kLeastRowGroupRatio = 1e-3, kMostRowGroupRatio = 10, kRowGroupRatioStep = 1.25;
 constexpr int kRefineRounds = 40, kRefinePasses = 3;
 
-bool runs_split(const AttentionCosts& c, int kv_heads, int gqa_ratio, std::span<const AttentionSequence> step) {
-  int64_t most_new = 0, most_total = 0;
-  for (const AttentionSequence& s : step) {
-    most_new = std::max(most_new, s.new_tokens);
-    most_total = std::max(most_total, s.context_tokens + s.new_tokens);
-  }
-  return attention_splits(static_cast<int64_t>(step.size()), most_new, most_total, kv_heads, gqa_ratio, c.query_rows,
-                          c.multiprocessors, c.max_splits, c.min_split_keys) > 1;
-}
-
 struct KernelFit {
   AttentionKernelCost cost;
   double squared_error = std::numeric_limits<double>::infinity();
@@ -127,7 +117,7 @@ AttentionCosts fit_attention_costs(const AttentionCosts& tiling, int kv_heads, i
   for (const AttentionSample& s : samples) {
     if (!(std::isfinite(s.seconds) && s.seconds > 0))
       throw std::invalid_argument("attention fit: a timed launch is not a positive number of seconds");
-    (runs_split(tiling, kv_heads, gqa_ratio, s.sequences) ? split : unsplit).push_back(&s);
+    (attention_launch_splits(tiling, kv_heads, gqa_ratio, s.sequences) > 1 ? split : unsplit).push_back(&s);
   }
   AttentionCosts fitted = tiling;
   fitted.unsplit = fit_kernel(tiling, false, kv_heads, gqa_ratio, unsplit);

@@ -55,14 +55,8 @@ void expect_kernel_near(const AttentionKernelCost& fitted, const AttentionKernel
 
 TEST(AttentionFit, TheProbeStepsRunBothKernels) {
   int split = 0;
-  for (const StepSample& step : probe_steps(640 * 1024)) {
-    const std::vector<AttentionSequence> s = step.attention_sequences();
-    int64_t most_new = 0, most_total = 0;
-    for (const AttentionSequence& q : s) most_new = std::max(most_new, q.new_tokens);
-    for (const AttentionSequence& q : s) most_total = std::max(most_total, q.context_tokens + q.new_tokens);
-    split += attention_splits(static_cast<int64_t>(s.size()), most_new, most_total, kKvHeads, kGqaRatio, 128, 132, 64,
-                              256) > 1;
-  }
+  for (const StepSample& step : probe_steps(640 * 1024))
+    split += attention_launch_splits(h200_tiling(), kKvHeads, kGqaRatio, step.attention_sequences()) > 1;
   // Decodes of up to 32 sequences (8 KV heads each: fewer than 264 blocks) leave the GPU short of blocks.
   EXPECT_GE(split, 8);
   EXPECT_GE(static_cast<int>(probe_steps(640 * 1024).size()) - split, 8);

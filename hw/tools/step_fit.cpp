@@ -237,12 +237,9 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
   }
   const CostModel fitted(model, hardware, kv_bytes_per_token, fit.costs);
   for (const StepSample& s : samples) {
-    fit.predicted_seconds.push_back(fitted.step_seconds(s.work()));
-    if (attention) {
-      fit.predicted_attention_seconds.push_back(
-          model.layers * attention_launch_seconds(*attention, model.kv_heads, model.query_heads / model.kv_heads,
-                                                  s.attention_sequences()));
-    }
+    const StepWork work = s.work();
+    fit.predicted_seconds.push_back(fitted.step_seconds(work));
+    if (attention) fit.predicted_attention_seconds.push_back(fitted.block_attention_seconds(work));
   }
   return fit;
 }

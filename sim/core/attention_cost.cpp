@@ -132,18 +132,23 @@ int attention_splits(int64_t sequences, int64_t max_new_tokens, int64_t max_tota
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, longest), 1, max_splits));
 }
 
-double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
-                                std::span<const AttentionSequence> step) {
-  require_tiling(costs, kv_heads, gqa_ratio);
+int attention_launch_splits(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
+                            std::span<const AttentionSequence> step) {
   int64_t max_new = 0, max_total = 0;
   for (const AttentionSequence& s : step) {
     max_new = std::max(max_new, s.new_tokens);
     max_total = std::max(max_total, s.context_tokens + s.new_tokens);
   }
-  if (max_new <= 0) return 0;
-  const int splits =
-      attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
-                       costs.query_rows, costs.multiprocessors, costs.max_splits, costs.min_split_keys);
+  return attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
+                          costs.query_rows, costs.multiprocessors, costs.max_splits, costs.min_split_keys);
+}
+
+double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
+                                std::span<const AttentionSequence> step) {
+  require_tiling(costs, kv_heads, gqa_ratio);
+  if (std::none_of(step.begin(), step.end(), [](const AttentionSequence& s) { return s.new_tokens > 0; }))
+    return 0;
+  const int splits = attention_launch_splits(costs, kv_heads, gqa_ratio, step);
   const AttentionKernelCost& kernel = splits == 1 ? costs.unsplit : costs.split;
   const int64_t per_tile = tokens_per_tile(costs.query_rows, gqa_ratio);
   RunPlacer placer(kernel);

@@ -13,8 +13,8 @@
 // block uses gqa_ratio rows of its tile, a prefill's all of them, and on the mma.sync kernel only warps
 // with rows do the work). Blocks start in launch order on the first free one of `slots` places
 // (multiprocessors × blocks resident on each). The launch takes launch_s plus the time its last block
-// ends. Measured on an H200 this describes what one rate cannot: a decode of
-// 8 sequences at 32K tokens runs in three waves of 320 blocks over 132 multiprocessors, and takes 60 % of
+// ends. Measured on an H200 this describes what one rate cannot: the attention of a decode of
+// 8 sequences at 32K tokens runs in three waves of 320 blocks over 132 multiprocessors, and takes 62 % of
 // the time of 32 sequences at 16K, which read twice the bytes. docs/cost-model.md derives it;
 // kvtier-hw calibrate fits the costs to attention launches it times alone (hw/tools/step_fit.h).
 #pragma once
@@ -58,6 +58,10 @@ struct AttentionCosts {
 // min_split_keys.
 int attention_splits(int64_t sequences, int64_t max_new_tokens, int64_t max_total_tokens, int kv_heads,
                      int gqa_ratio, int query_rows, int multiprocessors, int max_splits, int min_split_keys);
+
+// attention_splits for a launch over `step` (every sequence of the step); 1 for an empty step.
+int attention_launch_splits(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
+                            std::span<const AttentionSequence> step);
 
 // Seconds of one layer's attention over `step` (every sequence of the step, in the scheduler's order).
 // 0 for an empty step.

@@ -224,41 +224,31 @@ constexpr ServingKey kServingKeys[] = {
 constexpr const char* kServingModel = "model";
 constexpr const char* kServingAttention = "attention";
 
-// serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds).
-struct AttentionCountKey {
+// serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds), each a key
+// and the member it holds.
+template <typename Owner, typename Value>
+struct FieldKey {
   const char* key;
-  int AttentionCosts::*field;
+  Value Owner::*field;
 };
-constexpr AttentionCountKey kAttentionCountKeys[] = {
+constexpr FieldKey<AttentionCosts, int> kAttentionCountKeys[] = {
     {"query_rows", &AttentionCosts::query_rows},
     {"multiprocessors", &AttentionCosts::multiprocessors},
     {"max_splits", &AttentionCosts::max_splits},
     {"min_split_keys", &AttentionCosts::min_split_keys},
 };
-struct KernelCountKey {
-  const char* key;
-  int AttentionKernelCost::*field;
-};
-constexpr KernelCountKey kKernelCountKeys[] = {
+constexpr FieldKey<AttentionKernelCost, int> kKernelCountKeys[] = {
     {"key_tile", &AttentionKernelCost::key_tile},
     {"slots", &AttentionKernelCost::slots},
 };
-struct KernelTimeKey {
-  const char* key;
-  double AttentionKernelCost::*field;
-};
-constexpr KernelTimeKey kKernelTimeKeys[] = {
+constexpr FieldKey<AttentionKernelCost, double> kKernelTimeKeys[] = {
     {"launch_s", &AttentionKernelCost::launch_s},
     {"block_s", &AttentionKernelCost::block_s},
     {"key_tile_s", &AttentionKernelCost::key_tile_s},
     {"row_group_tile_s", &AttentionKernelCost::row_group_tile_s},
 };
-struct KernelKey {
-  const char* key;
-  AttentionKernelCost AttentionCosts::*field;
-};
-constexpr KernelKey kKernelKeys[] = {{"unsplit", &AttentionCosts::unsplit},
-                                     {"split", &AttentionCosts::split}};
+constexpr FieldKey<AttentionCosts, AttentionKernelCost> kKernelKeys[] = {{"unsplit", &AttentionCosts::unsplit},
+                                                                       {"split", &AttentionCosts::split}};
 
 // The object at `keys` with exactly the keys `known`, every one of them present.
 const json& complete_object(const json& object, const std::vector<std::string>& keys,
@@ -286,13 +276,13 @@ double read_seconds(const json& value, const std::vector<std::string>& keys) {
 
 AttentionKernelCost read_kernel(const json& object, const std::vector<std::string>& keys) {
   std::vector<std::string> known;
-  for (const KernelCountKey& k : kKernelCountKeys) known.push_back(k.key);
-  for (const KernelTimeKey& k : kKernelTimeKeys) known.push_back(k.key);
+  for (const auto& k : kKernelCountKeys) known.push_back(k.key);
+  for (const auto& k : kKernelTimeKeys) known.push_back(k.key);
   complete_object(object, keys, known);
   AttentionKernelCost kernel;
-  for (const KernelCountKey& k : kKernelCountKeys)
+  for (const auto& k : kKernelCountKeys)
     kernel.*k.field = read_count(object.at(k.key), child_keys(keys, k.key));
-  for (const KernelTimeKey& k : kKernelTimeKeys)
+  for (const auto& k : kKernelTimeKeys)
     kernel.*k.field = read_seconds(object.at(k.key), child_keys(keys, k.key));
   return kernel;
 }
@@ -300,24 +290,24 @@ AttentionKernelCost read_kernel(const json& object, const std::vector<std::strin
 AttentionCosts read_attention(const json& object) {
   const std::vector<std::string> root = {"serving", kServingAttention};
   std::vector<std::string> known;
-  for (const AttentionCountKey& k : kAttentionCountKeys) known.push_back(k.key);
-  for (const KernelKey& k : kKernelKeys) known.push_back(k.key);
+  for (const auto& k : kAttentionCountKeys) known.push_back(k.key);
+  for (const auto& k : kKernelKeys) known.push_back(k.key);
   complete_object(object, root, known);
   AttentionCosts costs;
-  for (const AttentionCountKey& k : kAttentionCountKeys)
+  for (const auto& k : kAttentionCountKeys)
     costs.*k.field = read_count(object.at(k.key), child_keys(root, k.key));
-  for (const KernelKey& k : kKernelKeys)
+  for (const auto& k : kKernelKeys)
     costs.*k.field = read_kernel(object.at(k.key), child_keys(root, k.key));
   return costs;
 }
 
 json attention_json(const AttentionCosts& costs) {
   json out = json::object();
-  for (const AttentionCountKey& k : kAttentionCountKeys) out[k.key] = costs.*k.field;
-  for (const KernelKey& kernel : kKernelKeys) {
+  for (const auto& k : kAttentionCountKeys) out[k.key] = costs.*k.field;
+  for (const auto& kernel : kKernelKeys) {
     json& object = out[kernel.key] = json::object();
-    for (const KernelCountKey& k : kKernelCountKeys) object[k.key] = (costs.*kernel.field).*k.field;
-    for (const KernelTimeKey& k : kKernelTimeKeys) object[k.key] = (costs.*kernel.field).*k.field;
+    for (const auto& k : kKernelCountKeys) object[k.key] = (costs.*kernel.field).*k.field;
+    for (const auto& k : kKernelTimeKeys) object[k.key] = (costs.*kernel.field).*k.field;
   }
   return out;
 }

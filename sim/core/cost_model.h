@@ -108,6 +108,8 @@ class CostModel {
   // tokens processed (a MoE step touches at most every expert, at least the active ones for each token).
   double step_seconds(double flops, double kv_bytes, int64_t tokens) const;
   StepTerms step_terms(const StepWork& work) const;
+  // The step's attention, every layer, priced from the kernel's blocks. REQUIRES StepCosts::attention.
+  double block_attention_seconds(const StepWork& work) const;
 
   double kv_bytes_per_token() const { return kv_bytes_per_token_; }
   double achieved_flops() const { return achieved_flops_; }
@@ -123,7 +125,6 @@ class CostModel {
   double attention_flops(int64_t cached_tokens, int64_t new_tokens) const;
   double weight_bytes_touched(int64_t tokens) const;
   double serving_step_seconds(const StepWork& work) const;
-  double block_attention_seconds(const StepWork& work) const;
 
   ModelCard model_;
   double achieved_flops_ = 0;
