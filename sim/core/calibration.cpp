@@ -4,8 +4,10 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <span>
 #include <sstream>
 
 namespace kvtier {
@@ -42,22 +44,46 @@ constexpr const char* kSections[] = {"gpu", "pcie", "nvme"};
 // Files written before latencies were fitted per direction hold one pcie.latency for both.
 constexpr const char* kSharedPcieLatency = "latency";
 
-std::string printf_string(const char* format, double value, const char* unit) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, format, value, unit);
-  return buffer;
+// A unit of a written quantity and the decimals it is written with.
+struct WrittenUnit {
+  double scale;
+  const char* unit;
+  int decimals;
+};
+constexpr WrittenUnit kBandwidthUnits[] = {{1e12, "TB/s", 3}, {1e9, "GB/s", 2}, {1e6, "MB/s", 1}};
+constexpr WrittenUnit kDurationUnits[] = {{1e-3, "ms", 3}, {1e-6, "us", 2}};
+
+std::string printf_string(const char* format, int decimals, double value, const char* unit) {
+  const int size = std::snprintf(nullptr, 0, format, decimals, value, unit);
+  std::string out(static_cast<size_t>(size) + 1, '\0');
+  std::snprintf(out.data(), out.size(), format, decimals, value, unit);
+  out.pop_back();
+  return out;
 }
 
-// "54.93GB/s", "2.71us": compact unit strings that parse_quantity reads back.
+// "54.93GB/s", "2.71us": the largest unit in which the value, rounded, is at least 1; below the smallest,
+// four significant digits in the smallest ("0.0125us"), so that no value is written as 0.
+std::string rounded_string(double value, std::span<const WrittenUnit> units) {
+  for (const WrittenUnit& u : units) {
+    std::string text = printf_string("%.*f%s", u.decimals, value / u.scale, u.unit);
+    if (std::strtod(text.c_str(), nullptr) >= 1) return text;
+  }
+  return printf_string("%.*g%s", 4, value / units.back().scale, units.back().unit);
+}
+
+// What the file holds for a value: rounded once, and written as that rounded value reads back, so that
+// writing a file that was read gives the same text (rounding near a unit's edge can change the unit:
+// 999.996GB/s is 1000.00GB/s in GB/s, written 1.000TB/s).
+std::string quantity_string(double value, std::span<const WrittenUnit> units, UnitKind kind) {
+  return rounded_string(parse_quantity(rounded_string(value, units), kind), units);
+}
+
 std::string bandwidth_string(double bytes_per_s) {
-  if (bytes_per_s >= 1e12) return printf_string("%.3f%s", bytes_per_s / 1e12, "TB/s");
-  if (bytes_per_s >= 1e9) return printf_string("%.2f%s", bytes_per_s / 1e9, "GB/s");
-  return printf_string("%.1f%s", bytes_per_s / 1e6, "MB/s");
+  return quantity_string(bytes_per_s, kBandwidthUnits, UnitKind::kBandwidth);
 }
 
 std::string duration_string(double seconds) {
-  if (seconds >= 1e-3) return printf_string("%.3f%s", seconds * 1e3, "ms");
-  return printf_string("%.2f%s", seconds * 1e6, "us");
+  return quantity_string(seconds, kDurationUnits, UnitKind::kDuration);
 }
 
 json value_json(double value, ValueKind kind) {
@@ -444,6 +470,14 @@ Calibration parse_calibration(const std::string& text, const std::string& name) 
     size_t detail = what.find(": ");
     throw ConfigError(name + ":" + line_and_column(text, e.byte) +
                       ": invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
+  } catch (const json::out_of_range& e) {  // a number too large for a double: "number overflow parsing '1e999'"
+    std::string what = e.what();
+    const size_t quote = what.find('\'');
+    const size_t at = quote == std::string::npos ? std::string::npos
+                                                 : text.find(what.substr(quote + 1, what.rfind('\'') - quote - 1));
+    const std::string detail = what.substr(what.find(']') + 2);
+    throw ConfigError(name + (at == std::string::npos ? "" : ":" + line_and_column(text, at + 1)) +
+                      ": invalid JSON: " + detail);
   }
   try {
     return parsed.get<Calibration>();

@@ -188,6 +188,25 @@ TEST(Calibration, LeavesUnmeasuredSectionsOut) {
   EXPECT_EQ(json["kernels"], nlohmann::json::object());
 }
 
+// Every value is written in the largest unit where it rounds to 1 or more, and a value that rounds up
+// into the next unit is written there, so that a file read and written again is the same file.
+TEST(Calibration, WritesEachValueInAUnitItReadsBackFromAndAtTheEdgesOfUnits) {
+  Calibration c;
+  c.hardware.pcie_h2d_bandwidth = 999.996e9;  // 1000.00GB/s once rounded
+  c.hardware.pcie_d2h_bandwidth = 1234.0;     // 0.0MB/s in one decimal: four digits instead
+  c.hardware.nvme_read_bandwidth = 0.99996e9;
+  c.hardware.pcie_h2d_latency = 0.0;
+  c.hardware.pcie_d2h_latency = 0.9999996e-3;  // 1.000ms once rounded
+  c.hardware.nvme_latency = 3e-9;              // 0.00us in two decimals
+  const nlohmann::json json = c;
+  EXPECT_EQ(json["hardware"]["pcie"], nlohmann::json({{"h2d_bandwidth", "1.000TB/s"},
+                                                      {"d2h_bandwidth", "0.001234MB/s"},
+                                                      {"h2d_latency", "0us"},
+                                                      {"d2h_latency", "1.000ms"}}));
+  EXPECT_EQ(json["hardware"]["nvme"], nlohmann::json({{"read_bandwidth", "1.00GB/s"}, {"latency", "0.003us"}}));
+  EXPECT_EQ(nlohmann::json(parse_calibration(json.dump(), "back.json")), json);
+}
+
 TEST(Calibration, AnEncodingNoKernelImplementsCannotBeWritten) {
   Encoding fp32_scales = int4_g(32);
   fp32_scales.scale_bytes = 4;
@@ -235,6 +254,13 @@ TEST(Calibration, UnknownKeysSuggestTheClosestKnownOne) {
 TEST(Calibration, InvalidJsonIsLocated) {
   std::string message = error_of([] { parse_calibration("{\n  \"hardware\": {,\n}", "c.json"); });
   EXPECT_EQ(message.rfind("c.json:2:16: invalid JSON: ", 0), 0u) << message;
+}
+
+TEST(Calibration, ANumberTooLargeForADoubleIsLocatedInvalidJson) {
+  std::string message = error_of([] {
+    parse_calibration("{\"hardware\": {},\n \"measurements\": {\"copy\": [{\"bytes\": 4e999}]}}", "c.json");
+  });
+  EXPECT_EQ(message, "c.json:2:38: invalid JSON: number overflow parsing '4e999'") << message;
 }
 
 TEST(Calibration, MissingFileIsNamed) {
