@@ -58,7 +58,8 @@ std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& 
 std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const std::string& dir, int jobs) {
   std::vector<Simulation> simulations;
   for (const ScenarioRun& run : runs) {
-    SimulationOptions options{dir + "/" + run.name, false};
+    SimulationOptions options;
+    options.out_dir = dir + "/" + run.name;
     simulations.push_back([&run, options] { return simulate(run.scenario, options); });
   }
   if (isatty(STDERR_FILENO)) {

@@ -25,6 +25,7 @@
 #include "sim/engine/isolated_run.h"
 #include "sim/engine/preflight.h"
 #include "sim/engine/simulation.h"
+#include "sim/engine/workload.h"
 #include "validate/compare/comparison.h"
 
 namespace kvtier {
@@ -91,6 +92,8 @@ Table variant_table(const VariantComparison& v) {
   add_metric_rows(table, "end-to-end", v.metrics[validation::kE2e]);
   table.add_row({"requests completed in window", with_commas(v.predicted_completed),
                  with_commas(v.measured_completed), ""});
+  if (v.cache_at_measured_arrivals)
+    table.add_row({"hits, bytes and transfers below: predicted at the measured arrivals", "", "", ""});
   for (const auto& h : v.hits)
     table.add_row({"hit tokens " + h.tier, with_commas(h.predicted), with_commas(h.measured), ""});
   for (const auto& l : v.links)
@@ -141,12 +144,16 @@ void draw_plots(const Comparison& c, const std::filesystem::path& dir, double ba
 }
 
 // Both forms of the command end here, once the predicted folder exists. `predicted_label` names the
-// prediction in the output.
+// prediction in the output; `cache_replay_dir`, where not empty, holds the prediction at the measured
+// arrivals, which the hits, bytes and transfers are compared from.
 void validate_folders(const ValidateOptions& options, const std::string& predicted_dir,
-                      const std::string& predicted_label) {
+                      const std::string& predicted_label, const std::string& cache_replay_dir = "") {
   validation::Targets targets = options.targets();
-  Comparison comparison = validation::compare_runs(
-      validation::read_run_folder(predicted_dir), validation::read_run_folder(options.measured_dir), targets);
+  std::optional<validation::RunFolder> cache_replay;
+  if (!cache_replay_dir.empty()) cache_replay = validation::read_run_folder(cache_replay_dir);
+  Comparison comparison = validation::compare_runs(validation::read_run_folder(predicted_dir),
+                                                   validation::read_run_folder(options.measured_dir), targets,
+                                                   cache_replay ? &*cache_replay : nullptr);
   comparison.predicted_dir = predicted_label;
   if (!options.plot_dir.empty()) draw_plots(comparison, options.plot_dir, targets.ttft_percentile_error);
   if (options.format == OutputFormat::kJson) {
@@ -192,7 +199,37 @@ struct SimulationPlan {
   std::vector<ScenarioRun> runs;
   nlohmann::json run;  // summary.json's "run": how to make the simulation again
   std::string command;
+  // A closed loop: per variant, the turns as the hardware run issued them, replayed into
+  // kCacheReplayFolder for the cache's checks (validation::compare_runs explains why).
+  std::optional<std::vector<std::vector<RecordedTurn>>> measured_arrivals;
 };
+
+// Under the simulated folder: the closed loop replayed at the hardware run's arrivals.
+constexpr const char* kCacheReplayFolder = "at-measured-arrivals";
+
+// Each variant's turns as the hardware run in `hw_dir` issued them, in the plan's variant order.
+std::vector<std::vector<RecordedTurn>> measured_arrivals(const std::vector<ScenarioRun>& runs,
+                                                         const std::string& hw_dir) {
+  const validation::RunFolder measured = validation::read_run_folder(hw_dir);
+  std::vector<std::vector<RecordedTurn>> arrivals;
+  for (const ScenarioRun& run : runs) {
+    auto variant = std::find_if(measured.variants.begin(), measured.variants.end(),
+                                [&](const validation::VariantRun& v) { return v.name == run.name; });
+    if (variant == measured.variants.end()) {
+      throw ConfigError((std::filesystem::path(hw_dir) / validation::kSummaryFile).string() + ": no variant '" +
+                        run.name + "', which the scenario has");
+    }
+    std::vector<RecordedTurn>& turns = arrivals.emplace_back();
+    for (const validation::RequestTimes& r : variant->requests) {
+      if (r.session < 0) {
+        throw ConfigError(variant->requests_file + ":" + std::to_string(r.line) +
+                          ": a closed-loop run's request without a session");
+      }
+      turns.push_back({r.session, static_cast<int32_t>(r.turn), r.arrival_s});
+    }
+  }
+  return arrivals;
+}
 
 // The command as a user would type it again, for the simulated folder's summary.json.
 std::string command_line(const ValidateOptions& o) {
@@ -249,26 +286,46 @@ SimulationPlan plan_simulation(const ValidateOptions& o) {
               {"set", sets},
               {"calibration", calibration.empty() ? nlohmann::json(nullptr) : nlohmann::json(calibration)}};
   plan.command = command_line(o);
+  if (is_closed_loop(plan.runs[0].scenario)) plan.measured_arrivals = measured_arrivals(plan.runs, o.hw_dir);
   return plan;
 }
 
 // Simulates every variant into `dir` and writes summary.json beside them, in the schema of kvtier
-// simulate's folder and of the hardware run's.
-void write_simulation(const SimulationPlan& plan, const std::filesystem::path& dir) {
+// simulate's folder and of the hardware run's; with `arrivals`, each variant's closed loop at its turns'
+// recorded arrivals.
+void write_variants(const SimulationPlan& plan, const std::filesystem::path& dir,
+                    const std::vector<std::vector<RecordedTurn>>* arrivals) {
   std::vector<Simulation> simulations;
-  for (const ScenarioRun& run : plan.runs) {
-    SimulationOptions options{(dir / run.name).string(), false};
-    simulations.push_back([&run, options] { return simulate(run.scenario, options); });
+  for (size_t i = 0; i < plan.runs.size(); ++i) {
+    SimulationOptions options;
+    options.out_dir = (dir / plan.runs[i].name).string();
+    if (arrivals) options.recorded_arrivals = (*arrivals)[i];
+    simulations.push_back([&run = plan.runs[i], options] { return simulate(run.scenario, options); });
   }
-  if (isatty(STDERR_FILENO)) std::cerr << "kvtier: simulating " << plan.runs.size() << " variant(s) ...\n";
   std::vector<nlohmann::json> summaries = run_isolated(simulations, simulation_jobs());
+  nlohmann::json run = plan.run;
+  if (arrivals) run["arrivals"] = "measured";
   nlohmann::json result = {{"command", plan.command},
                            {"scenario", plan.runs[0].scenario.name},
-                           {"run", plan.run},
+                           {"run", run},
                            {"variants", nlohmann::json::array()}};
   for (size_t i = 0; i < plan.runs.size(); ++i)
     result["variants"].push_back({{"name", plan.runs[i].name}, {"summary", summaries[i]}});
   write_checked_file(dir / validation::kSummaryFile, result.dump(2) + "\n");
+}
+
+// The prediction into `dir` and, for a closed loop, its replay at the measured arrivals into
+// dir/kCacheReplayFolder.
+void write_simulation(const SimulationPlan& plan, const std::filesystem::path& dir) {
+  if (isatty(STDERR_FILENO)) std::cerr << "kvtier: simulating " << plan.runs.size() << " variant(s) ...\n";
+  write_variants(plan, dir, nullptr);
+  if (!plan.measured_arrivals) return;
+  create_checked_folder(dir / kCacheReplayFolder);
+  write_variants(plan, dir / kCacheReplayFolder, &*plan.measured_arrivals);
+}
+
+std::string cache_replay_dir(const SimulationPlan& plan, const std::filesystem::path& dir) {
+  return plan.measured_arrivals ? (dir / kCacheReplayFolder).string() : "";
 }
 
 // --sim-out: written into a temporary folder beside it and moved into place (output_folder.h).
@@ -290,13 +347,14 @@ void validate_scenario(const ValidateOptions& o) {
   try {
     if (!o.sim_out.empty()) {
       write_kept_simulation(plan, o);
-      validate_folders(measured, o.sim_out, o.sim_out);
+      validate_folders(measured, o.sim_out, o.sim_out, cache_replay_dir(plan, o.sim_out));
     } else {
       TemporaryFolder folder;
       write_simulation(plan, folder.path());
       throw_if_interrupted();
       validate_folders(measured, folder.path().string(),
-                       "simulation of " + o.predicted_dir + " (not kept; --sim-out DIR keeps it)");
+                       "simulation of " + o.predicted_dir + " (not kept; --sim-out DIR keeps it)",
+                       cache_replay_dir(plan, folder.path()));
     }
   } catch (...) {
     // The temporary folder is gone by now; end as the signal asked, not with the error it caused.

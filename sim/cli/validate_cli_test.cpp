@@ -164,6 +164,23 @@ TEST(ValidateCliScenario, SimOutKeepsTheSimulationWithItsRun) {
   EXPECT_EQ(run_validate(kServe + " --sim-out " + out.string() + " --force").exit_code, 0);
 }
 
+// A closed loop (the committed H200 run of scenario (b)) is also simulated at the run's own arrivals, beside
+// the prediction, and its cache is compared from that replay.
+TEST(ValidateCliScenario, AClosedLoopsCacheIsPredictedAtTheMeasuredArrivals) {
+  std::filesystem::path out = std::filesystem::temp_directory_path() / "kvtier-validate-cli-closed";
+  std::filesystem::remove_all(out);
+  CliResult r = run_validate("validate/scenarios/h200-b-reuse.yaml --hw results/validation/h200/b-reuse "
+                             "--calibration results/validation/h200/calibration.json --format json --sim-out " +
+                                 out.string(),
+                             false);
+  ASSERT_LE(r.exit_code, 1) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["variants"][0]["cache_predicted_at"], "measured arrivals");
+  nlohmann::json replay = nlohmann::json::parse(std::ifstream(out / "at-measured-arrivals" / "summary.json"));
+  EXPECT_EQ(replay["run"]["arrivals"], "measured");
+  EXPECT_GT(std::filesystem::file_size(out / "at-measured-arrivals" / "run" / "requests.csv"), 0u);
+  EXPECT_FALSE(nlohmann::json::parse(std::ifstream(out / "summary.json"))["run"].contains("arrivals"));
+}
+
 // --calibration is overlaid on the scenario: it moves the prediction, the simulated folder records it,
 // and a missing file is bad input.
 TEST(ValidateCliScenario, CalibrationIsOverlaid) {

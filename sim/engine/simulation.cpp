@@ -74,7 +74,8 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   configure_flow_model(engine);
   Platform platform(platform_hardware(s, options.free_transfers), s.gpus);
   TieredCache cache(s.tiers);
-  WorkloadPlan workload = build_workload(s);
+  WorkloadPlan workload =
+      options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
   const CostModel cost = instance_cost_model(s);
 
   std::vector<RequestRecord> records;

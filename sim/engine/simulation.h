@@ -7,15 +7,21 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/engine/scenario.h"
+#include "sim/workload/replay.h"
 
 namespace kvtier {
 
 struct SimulationOptions {
   std::string out_dir;          // the CSVs go here; empty writes nothing
   bool free_transfers = false;  // every load and store takes no time (checks against the analytic mode)
+  // A closed loop's turns issued at these times instead of after each answer (build_recorded_workload):
+  // kvtier validate's replay of a hardware run's arrivals. Unset: the scenario's own workload.
+  std::optional<std::vector<RecordedTurn>> recorded_arrivals;
 };
 
 // Returns the run's summary (metrics.h) with the scenario's name, simulated time and event counts.

@@ -45,7 +45,10 @@ Scenario scenario_from(const std::string& yaml) {
 }
 
 nlohmann::json run(const Scenario& s, bool free_transfers = false, const std::string& out = "") {
-  return run_isolated([&] { return simulate(s, {out, free_transfers}); });
+  SimulationOptions options;
+  options.out_dir = out;
+  options.free_transfers = free_transfers;
+  return run_isolated([&] { return simulate(s, options); });
 }
 
 // Llama-3.1-8B alone on one H100 of the SXM node: 80 GB less `reserve` less 16.06 GB of weights is left
@@ -276,6 +279,35 @@ TEST(Simulation, WritingTheFolderChangesNoFigure) {
   std::vector<double> times = csv_column(out + "/timeseries.csv", "time_s");
   ASSERT_FALSE(times.empty());
   EXPECT_LE(times.back(), written["simulated_s"].get<double>());
+}
+
+// kvtier validate's cache check replays a closed loop at a run's recorded arrivals: replayed at its own, a
+// run makes every placement again, each request's hits and every byte on every link. (Not every time: an
+// arrival requests.csv rounds to nine digits may fall on the other side of a step's end and join the next
+// step.)
+TEST(Simulation, AClosedLoopReplayedAtItsOwnArrivalsMakesTheSameRun) {
+  Scenario s = scenario_from(one_gpu_scenario(
+      "{loop: closed, source: agent, agent: agent-default, sessions: 8, duration: 3min}", "56GB"));
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  const std::string closed_dir = (dir / "kvtier_sim_closed").string();
+  const nlohmann::json closed = run(s, false, closed_dir);
+  const std::string requests = closed_dir + "/requests.csv";
+  const std::vector<double> sessions = csv_column(requests, "session"), turns = csv_column(requests, "turn"),
+                            arrivals = csv_column(requests, "arrival_s");
+  ASSERT_GT(sessions.size(), 30u);
+  SimulationOptions options;
+  options.out_dir = (dir / "kvtier_sim_recorded").string();
+  options.recorded_arrivals.emplace();
+  for (size_t r = 0; r < sessions.size(); ++r) {
+    options.recorded_arrivals->push_back(
+        {static_cast<int64_t>(sessions[r]), static_cast<int32_t>(turns[r]), arrivals[r]});
+  }
+  const nlohmann::json replayed = run_isolated([&] { return simulate(s, options); });
+  const std::string replayed_requests = options.out_dir + "/requests.csv";
+  for (const char* column : {"session", "turn", "input_tokens", "hit_tokens_hbm", "hit_tokens_dram"})
+    EXPECT_EQ(csv_column(replayed_requests, column), csv_column(requests, column)) << column;
+  EXPECT_EQ(replayed["link_bytes"], closed["link_bytes"]);
+  EXPECT_GT(closed["link_bytes"][0]["bytes"].get<double>(), 0) << "the run moves KV between the tiers";
 }
 
 TEST(Simulation, BadScenariosFailBeforeRunning) {

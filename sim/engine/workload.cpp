@@ -105,19 +105,18 @@ TraceReadOptions trace_options(const WorkloadSettings& settings, const Scenario&
   return options;
 }
 
+std::unique_ptr<SessionSource> session_source(const WorkloadSettings& settings, const Scenario& s) {
+  if (settings.source == "agent") return make_generated_sessions(settings.agent, s.block_tokens);
+  std::vector<Session> loaded = load_sessions(settings.trace, trace_options(settings, s));
+  if (loaded.empty()) s.workload->child("trace").fail("the trace holds no sessions");
+  return make_trace_sessions(std::move(loaded));
+}
+
 WorkloadPlan closed_loop(const WorkloadSettings& settings, const Scenario& s) {
   ClosedLoopOptions options{settings.sessions, settings.duration_s};
-  std::unique_ptr<SessionSource> sessions;
-  if (settings.source == "agent") {
-    sessions = make_generated_sessions(settings.agent, s.block_tokens);
-  } else {
-    std::vector<Session> loaded = load_sessions(settings.trace, trace_options(settings, s));
-    if (loaded.empty()) s.workload->child("trace").fail("the trace holds no sessions");
-    sessions = make_trace_sessions(std::move(loaded));
-  }
   std::string what = std::to_string(options.concurrency) + " concurrent " + settings.source +
                      " sessions, closed loop, " + format_duration(options.duration_s);
-  return {make_closed_loop(std::move(sessions), options), options.duration_s, what};
+  return {make_closed_loop(session_source(settings, s), options), options.duration_s, what};
 }
 
 WorkloadPlan open_loop(const WorkloadSettings& settings, const Scenario& s) {
@@ -149,6 +148,19 @@ std::string validate_workload(const Scenario& s) {
 WorkloadPlan build_workload(const Scenario& s) {
   WorkloadSettings settings = read_settings(s);
   return settings.closed_loop ? closed_loop(settings, s) : open_loop(settings, s);
+}
+
+bool is_closed_loop(const Scenario& s) {
+  return read_settings(s).closed_loop;
+}
+
+WorkloadPlan build_recorded_workload(const Scenario& s, std::vector<RecordedTurn> arrivals) {
+  WorkloadSettings settings = read_settings(s);
+  if (!settings.closed_loop) throw ConfigError("recorded arrivals replay a closed loop; the workload is open");
+  std::string what = std::to_string(arrivals.size()) + " turns of " + settings.source +
+                     " sessions at recorded arrivals, " + format_duration(settings.duration_s);
+  return {make_recorded_closed_loop(session_source(settings, s), std::move(arrivals), settings.duration_s),
+          settings.duration_s, what};
 }
 
 }  // namespace kvtier

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "sim/workload/replay.h"
 #include "sim/engine/scenario.h"
@@ -29,5 +30,10 @@ struct WorkloadPlan {
 std::string validate_workload(const Scenario& scenario);
 // validate_workload(), then the driver: opens the trace or starts the generator.
 WorkloadPlan build_workload(const Scenario& scenario);
+// Whether the workload is a closed loop (validate_workload's checks first).
+bool is_closed_loop(const Scenario& scenario);
+// A closed loop's sessions issued at the recorded times instead of after each answer
+// (make_recorded_closed_loop), in the loop's window. Throws ConfigError for an open loop.
+WorkloadPlan build_recorded_workload(const Scenario& scenario, std::vector<RecordedTurn> arrivals);
 
 }  // namespace kvtier

@@ -1,10 +1,13 @@
 #include "sim/workload/replay.h"
 
+#include <algorithm>
 #include <functional>
 #include <queue>
 #include <stdexcept>
+#include <set>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace kvtier {
 namespace {
@@ -136,6 +139,85 @@ class ClosedLoop : public ReplayDriver {
   ReplayCounts counts_;
 };
 
+class RecordedClosedLoop : public ReplayDriver {
+ public:
+  RecordedClosedLoop(std::unique_ptr<SessionSource> sessions, std::vector<RecordedTurn> turns,
+                     double duration_s)
+      : sessions_(std::move(sessions)), turns_(std::move(turns)), duration_s_(duration_s) {
+    std::stable_sort(turns_.begin(), turns_.end(),
+                     [](const RecordedTurn& a, const RecordedTurn& b) { return a.arrival_s < b.arrival_s; });
+    std::set<std::pair<int64_t, int32_t>> seen;
+    for (const RecordedTurn& t : turns_) {
+      if (!seen.emplace(t.session, t.turn).second) {
+        throw ConfigError("recorded arrivals: session " + std::to_string(t.session) + " turn " +
+                          std::to_string(t.turn) + " is recorded twice");
+      }
+      ++turns_left_[t.session];
+    }
+  }
+
+  std::optional<double> next_ready_time() const override {
+    if (next_ == turns_.size()) return std::nullopt;
+    return turns_[next_].arrival_s;
+  }
+
+  Request pop_ready() override {
+    if (next_ == turns_.size()) throw std::logic_error("pop_ready() with no request ready");
+    const RecordedTurn& t = turns_[next_++];
+    Session& session = session_of(t.session);
+    auto turn = std::find_if(session.turns.begin(), session.turns.end(),
+                             [&](const Request& r) { return r.turn == t.turn; });
+    if (turn == session.turns.end()) {
+      throw ConfigError("recorded arrivals: session " + std::to_string(t.session) + " has no turn " +
+                        std::to_string(t.turn) + " (" + std::to_string(session.turns.size()) + " turns)");
+    }
+    Request out = *turn;
+    out.id = static_cast<uint64_t>(counts_.issued++);
+    out.arrival_s = t.arrival_s;
+    out.session_id = t.session;
+    if (--turns_left_[t.session] == 0) drawn_.erase(t.session);
+    in_flight_.insert(out.id);
+    return out;
+  }
+
+  void on_complete(uint64_t request_id, double now) override {
+    if (in_flight_.erase(request_id) == 0) throw std::logic_error("on_complete() for a request not in flight");
+    ++counts_.completed;
+    if (now <= duration_s_) ++counts_.completed_in_window;
+  }
+
+  bool done() const override { return in_flight_.empty() && next_ == turns_.size(); }
+  ReplayCounts counts() const override { return counts_; }
+
+ private:
+  // The session-th session the source yields (numbered as ClosedLoop numbers them), drawn on demand.
+  Session& session_of(int64_t session) {
+    while (sessions_started_ <= session) {
+      Session s;
+      if (!sessions_->next(s)) {
+        throw ConfigError("recorded arrivals: session " + std::to_string(session) + ", but the workload has " +
+                          std::to_string(sessions_started_) + " sessions");
+      }
+      if (s.turns.empty()) continue;
+      s.id = sessions_started_++;
+      if (turns_left_.contains(s.id)) drawn_.emplace(s.id, std::move(s));
+    }
+    auto found = drawn_.find(session);
+    if (found == drawn_.end()) throw std::logic_error("recorded arrivals: a session issued after its last turn");
+    return found->second;
+  }
+
+  std::unique_ptr<SessionSource> sessions_;
+  std::vector<RecordedTurn> turns_;
+  double duration_s_;
+  size_t next_ = 0;
+  std::unordered_map<int64_t, size_t> turns_left_;  // per session: recorded turns not issued yet
+  std::unordered_map<int64_t, Session> drawn_;      // sessions with turns left to issue
+  int64_t sessions_started_ = 0;
+  std::unordered_set<uint64_t> in_flight_;
+  ReplayCounts counts_;
+};
+
 }  // namespace
 
 std::unique_ptr<ReplayDriver> make_open_loop(std::unique_ptr<RequestStream> stream, OpenLoopOptions options) {
@@ -159,6 +241,14 @@ std::unique_ptr<ReplayDriver> make_closed_loop(std::unique_ptr<SessionSource> se
     throw ConfigError("closed-loop duration must be positive, got " + std::to_string(options.duration_s));
   }
   return std::make_unique<ClosedLoop>(std::move(sessions), options);
+}
+
+std::unique_ptr<ReplayDriver> make_recorded_closed_loop(std::unique_ptr<SessionSource> sessions,
+                                                        std::vector<RecordedTurn> turns, double duration_s) {
+  if (!(duration_s > 0)) {
+    throw ConfigError("closed-loop duration must be positive, got " + std::to_string(duration_s));
+  }
+  return std::make_unique<RecordedClosedLoop>(std::move(sessions), std::move(turns), duration_s);
 }
 
 }  // namespace kvtier

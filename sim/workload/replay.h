@@ -89,4 +89,22 @@ struct ClosedLoopOptions {
 std::unique_ptr<ReplayDriver> make_closed_loop(std::unique_ptr<SessionSource> sessions,
                                                ClosedLoopOptions options);
 
+// One turn as a recorded closed-loop run issued it: turn `turn` of the `session`-th session it started,
+// at `arrival_s` on the run's clock.
+struct RecordedTurn {
+  int64_t session = 0;
+  int32_t turn = 0;
+  double arrival_s = 0;
+};
+
+// A closed loop's sessions issued at the times a recorded run issued them (kvtier validate replays a
+// hardware run's arrivals this way, so that the cache sees the same requests in the same order whatever
+// the predicted timing): session k is the k-th session `sessions` yields, as make_closed_loop numbers
+// them, and each recorded turn is issued at its arrival_s, in order of arrival (the record's order among
+// equal times). Completions count in the window as in make_closed_loop; they issue nothing. Throws
+// ConfigError for a non-positive duration, a turn recorded twice, and (from pop_ready) for a turn its
+// session does not have.
+std::unique_ptr<ReplayDriver> make_recorded_closed_loop(std::unique_ptr<SessionSource> sessions,
+                                                        std::vector<RecordedTurn> turns, double duration_s);
+
 }  // namespace kvtier

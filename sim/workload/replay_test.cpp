@@ -132,6 +132,64 @@ TEST(ClosedLoop, GeneratedSessionsAreDeterministicForASeed) {
   EXPECT_EQ(first, run());
 }
 
+// The recorded replay issues what a closed loop would have issued, at the recorded times.
+TEST(RecordedClosedLoop, IssuesTheClosedLoopsTurnsAtTheRecordedTimesInArrivalOrder) {
+  // Session 1's first turn arrives before session 0's second; the record lists them out of order.
+  std::vector<RecordedTurn> turns = {{0, 0, 0.0}, {0, 1, 6.5}, {1, 0, 2.25}, {1, 1, 9.0}};
+  auto driver = make_recorded_closed_loop(make_trace_sessions(two_sessions()), turns, 20);
+  std::vector<std::tuple<double, uint64_t, int64_t, int32_t>> issued;  // time, first block, session, turn
+  while (auto t = driver->next_ready_time()) {
+    Request r = driver->pop_ready();
+    EXPECT_EQ(r.id, issued.size());
+    issued.emplace_back(r.arrival_s, r.block_ids[0], r.session_id, r.turn);
+    driver->on_complete(r.id, r.arrival_s + 30);  // completions issue nothing
+  }
+  using Issued = std::tuple<double, uint64_t, int64_t, int32_t>;
+  EXPECT_EQ(issued, (std::vector<Issued>{{0.0, 0, 0, 0}, {2.25, 10, 1, 0}, {6.5, 1, 0, 1}, {9.0, 11, 1, 1}}));
+  EXPECT_TRUE(driver->done());
+  EXPECT_EQ(driver->counts().completed, 4);
+  EXPECT_EQ(driver->counts().completed_in_window, 0);  // every completion came after 20 s
+}
+
+TEST(RecordedClosedLoop, SessionsAreNumberedAsTheClosedLoopNumbersThem) {
+  // A closed loop of two sessions in flight, each turn answered in 1 s, recorded as it ran; the
+  // recorded replay of that record issues the same requests at the same times.
+  AgentWorkload workload = default_agent_workload();
+  auto closed = make_closed_loop(make_generated_sessions(workload, 256), {.concurrency = 2, .duration_s = 300});
+  std::vector<Request> issued;
+  std::vector<RecordedTurn> record;
+  while (auto t = closed->next_ready_time()) {
+    issued.push_back(closed->pop_ready());
+    record.push_back({issued.back().session_id, issued.back().turn, issued.back().arrival_s});
+    closed->on_complete(issued.back().id, issued.back().arrival_s + 1);
+  }
+  ASSERT_GT(issued.size(), 20u);
+  auto replay = make_recorded_closed_loop(make_generated_sessions(workload, 256), record, 300);
+  for (const Request& expected : issued) {
+    ASSERT_TRUE(replay->next_ready_time());
+    Request r = replay->pop_ready();
+    EXPECT_EQ(r.arrival_s, expected.arrival_s);
+    EXPECT_EQ(r.session_id, expected.session_id);
+    EXPECT_EQ(r.turn, expected.turn);
+    EXPECT_EQ(r.block_ids, expected.block_ids);
+    EXPECT_EQ(r.input_tokens, expected.input_tokens);
+  }
+  EXPECT_FALSE(replay->next_ready_time());
+}
+
+TEST(RecordedClosedLoop, RefusesATurnRecordedTwiceOrMissing) {
+  EXPECT_THROW(make_recorded_closed_loop(make_trace_sessions(two_sessions()), {{0, 0, 0.0}, {0, 0, 1.0}}, 20),
+               ConfigError);
+  auto driver = make_recorded_closed_loop(make_trace_sessions(two_sessions()), {{0, 5, 0.0}}, 20);
+  try {
+    driver->pop_ready();
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "recorded arrivals: session 0 has no turn 5 (2 turns)");
+  }
+  EXPECT_THROW(make_recorded_closed_loop(make_trace_sessions(two_sessions()), {}, 0), ConfigError);
+}
+
 TEST(LoadSessions, BailianParentLinksBecomeSessionsWithArrivalGapsAsThinkTimes) {
   std::string path = testing::temp_file(
       "bailian.jsonl",

@@ -305,7 +305,10 @@ Check transfer_bytes_check(const VariantComparison& v, const VariantRun& predict
   return c;
 }
 
-VariantComparison compare_variant(const VariantRun& predicted, const VariantRun& measured, const Targets& t) {
+// `cache` is the run whose hits, bytes and transfers are compared with the measurement: the prediction,
+// or its replay at the measured arrivals.
+VariantComparison compare_variant(const VariantRun& predicted, const VariantRun& measured, const Targets& t,
+                                  const VariantRun& cache) {
   VariantComparison v;
   v.name = predicted.name;
   const std::vector<RequestPair> matched = match_requests(predicted, measured);
@@ -321,10 +324,10 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
   for (int m = 0; m < kMetricCount; ++m) v.metrics[m] = compare_metric(v.requests, static_cast<Metric>(m));
   v.predicted_completed = predicted.completed_in_window();
   v.measured_completed = measured.completed_in_window();
-  v.hits = compare_hits(predicted, measured);
-  v.links = compare_links(predicted, measured);
-  if (predicted.transfers && measured.transfers)
-    v.transfers = compare_transfers(*predicted.transfers, *measured.transfers);
+  v.cache_at_measured_arrivals = &cache != &predicted;
+  v.hits = compare_hits(cache, measured);
+  v.links = compare_links(cache, measured);
+  if (cache.transfers && measured.transfers) v.transfers = compare_transfers(*cache.transfers, *measured.transfers);
   const MetricComparison& ttft = v.metrics[kTtft];
   v.checks = {ttft_percentile_check("ttft_p50", ttft, &Percentiles::p50, t),
               ttft_percentile_check("ttft_p95", ttft, &Percentiles::p95, t),
@@ -336,8 +339,8 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
               completed_check(v, t),
               hits_check(v),
               links_check(v),
-              transfers_check(v, predicted, measured, t),
-              transfer_bytes_check(v, predicted, measured)};
+              transfers_check(v, cache, measured, t),
+              transfer_bytes_check(v, cache, measured)};
   return v;
 }
 
@@ -375,19 +378,25 @@ std::vector<std::string> Comparison::missed() const {
   return names;
 }
 
-Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, const Targets& targets) {
+// The variant of `other` named as `v`; throws ConfigError when the two runs' variants differ.
+const VariantRun& same_variant(const VariantRun& v, const RunFolder& run, const RunFolder& other) {
+  auto found = std::find_if(other.variants.begin(), other.variants.end(),
+                            [&](const VariantRun& o) { return o.name == v.name; });
+  if (run.variants.size() != other.variants.size() || found == other.variants.end()) {
+    throw ConfigError((std::filesystem::path(other.dir) / kSummaryFile).string() + ": variants " +
+                      variant_names(other) + ", but " + (std::filesystem::path(run.dir) / kSummaryFile).string() +
+                      " has " + variant_names(run) + "; both runs must be of the same scenario");
+  }
+  return *found;
+}
+
+Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, const Targets& targets,
+                        const RunFolder* cache_replay) {
   Comparison comparison{predicted.dir, measured.dir, targets, {}};
-  bool same_names = predicted.variants.size() == measured.variants.size();
   for (const VariantRun& p : predicted.variants) {
-    auto m = std::find_if(measured.variants.begin(), measured.variants.end(),
-                          [&](const VariantRun& v) { return v.name == p.name; });
-    if (!same_names || m == measured.variants.end()) {
-      throw ConfigError((std::filesystem::path(measured.dir) / kSummaryFile).string() + ": variants " +
-                        variant_names(measured) + ", but " +
-                        (std::filesystem::path(predicted.dir) / kSummaryFile).string() + " has " +
-                        variant_names(predicted) + "; both runs must be of the same scenario");
-    }
-    comparison.variants.push_back(compare_variant(p, *m, targets));
+    const VariantRun& m = same_variant(p, predicted, measured);
+    const VariantRun& cache = cache_replay ? same_variant(p, predicted, *cache_replay) : p;
+    comparison.variants.push_back(compare_variant(p, m, targets, cache));
   }
   return comparison;
 }

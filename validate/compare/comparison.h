@@ -87,6 +87,7 @@ struct VariantComparison {
   std::vector<TierHits> hits;
   std::vector<LinkComparison> links;
   std::optional<std::vector<PathTransfers>> transfers;  // absent: a run has no transfers.csv
+  bool cache_at_measured_arrivals = false;  // hits, links and transfers predicted by the replay
   std::vector<RequestComparison> requests;              // predicted run's order
   std::vector<Check> checks;
 };
@@ -102,7 +103,15 @@ struct Comparison {
 
 // Throws ConfigError when the runs cannot be compared: different variants, request ids, tiers, or token
 // counts for a request (they did not replay the same scenario and trace).
-Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, const Targets& targets);
+//
+// A closed loop's hits and bytes depend on the order in which its turns were issued, and that order on
+// the timing: a prediction a few percent off issues the sessions' turns in another order and makes other
+// (equally right) placements. `cache_replay`, when given, is the prediction's replay at the measured
+// run's arrivals (make_recorded_closed_loop): the same turns in the same order, so that its hit tokens,
+// bytes per link and transfers must equal the measurement's; they are compared from it, and the timing
+// from `predicted`.
+Comparison compare_runs(const RunFolder& predicted, const RunFolder& measured, const Targets& targets,
+                        const RunFolder* cache_replay = nullptr);
 
 nlohmann::json to_json(const Comparison& comparison);
 

@@ -44,6 +44,7 @@ nlohmann::json variant_json(const VariantComparison& v) {
   for (int m = 0; m < kMetricCount; ++m)
     j["metrics"][metric_name(static_cast<Metric>(m))] = metric_json(v.metrics[m]);
   j["requests_completed"] = {{"predicted", v.predicted_completed}, {"measured", v.measured_completed}};
+  j["cache_predicted_at"] = v.cache_at_measured_arrivals ? "measured arrivals" : "predicted arrivals";
   j["hit_tokens"] = nlohmann::json::array();
   for (const TierHits& h : v.hits)
     j["hit_tokens"].push_back({{"tier", h.tier}, {"predicted", h.predicted}, {"measured", h.measured}});

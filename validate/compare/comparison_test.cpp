@@ -216,6 +216,27 @@ TEST(Comparison, DifferentHitsMissEvenWhenTimesAgree) {
   EXPECT_EQ(c.missed(), std::vector<std::string>{"run: hit_tokens"});
 }
 
+// A closed loop's cache is compared from its replay at the measured arrivals, its timing from the
+// prediction: the replay's hits, bytes and transfers are held to the measurement's, not the prediction's.
+TEST(Comparison, TheCacheReplayIsWhatHitsBytesAndTransfersAreComparedFrom) {
+  const RunFolder measured = read_run_folder(kFixtures / "hw-pass");
+  RunFolder predicted = read_run_folder(kFixtures / "sim");
+  predicted.variants[0].hit_tokens[1] -= 512;  // the prediction placed one block elsewhere
+  predicted.variants[0].link_bytes[0].bytes += 4096;
+  RunFolder replay = read_run_folder(kFixtures / "sim");
+  replay.variants[0].transfers->at(0).bytes += 1;
+  Comparison c = compare_runs(predicted, measured, Targets{}, &replay);
+  const VariantComparison& v = c.variants.at(0);
+  EXPECT_TRUE(v.cache_at_measured_arrivals);
+  EXPECT_EQ(check_named(v, "hit_tokens").verdict, Verdict::kPassed);
+  EXPECT_EQ(check_named(v, "link_bytes").verdict, Verdict::kPassed);
+  EXPECT_EQ(v.hits.at(1).predicted, replay.variants[0].hit_tokens[1]);
+  EXPECT_EQ(c.missed(), std::vector<std::string>{"run: transfer_bytes"});
+  // The timing still comes from the prediction.
+  EXPECT_EQ(v.metrics[kTtft].predicted_count, predicted.variants[0].requests.size());
+  EXPECT_FALSE(compare_runs(predicted, measured, Targets{}).variants.at(0).cache_at_measured_arrivals);
+}
+
 TEST(Comparison, DifferentLinkBytesMiss) {
   RunFolder measured = read_run_folder(kFixtures / "hw-pass");
   measured.variants[0].link_bytes[1].bytes += 1;
