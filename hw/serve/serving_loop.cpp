@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <thread>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include "hw/serve/store_backend.h"
 #include "hw/store/gpu_device_pages.h"
 #include "hw/store/page_packing.h"
+#include "sim/core/node_links.h"
 #include "sim/engine/workload.h"
 #include "sim/serving/scheduler.h"
 
@@ -50,12 +52,11 @@ constexpr int64_t kSparePages = 64;  // beyond HBM's capacity, so that the store
 constexpr int64_t kMaxDecodePages = 64;
 constexpr uint64_t kWarmupRequest = std::numeric_limits<uint64_t>::max();  // never a replayed request's id
 
-// The index of `path` in `paths`, appended when it is new.
-size_t path_index(std::vector<std::string>& paths, const std::string& path) {
-  auto at = std::find(paths.begin(), paths.end(), path);
-  if (at != paths.end()) return static_cast<size_t>(at - paths.begin());
-  paths.push_back(path);
-  return paths.size() - 1;
+// Each tier's medium by name, for the routes of transfers.csv's paths.
+std::map<std::string, Medium> tier_media(const Scenario& s) {
+  std::map<std::string, Medium> media;
+  for (const TierSpec& t : s.tiers) media.emplace(t.name, t.medium);
+  return media;
 }
 
 void check_servable(const Scenario& s) {
@@ -109,29 +110,28 @@ std::unique_ptr<NvmeStore> open_nvme(const Scenario& s, const ServeOptions& o) {
                                   .capacity_blocks = static_cast<uint64_t>(nvme->capacity_blocks() + kSparePages)});
 }
 
-// Records a sample every interval of the wall clock: queue, batch, HBM use, and per transfer path the
-// fraction of the interval its copies were running.
+// Records a sample every interval of the wall clock: queue, batch, HBM use, and per link of the node the
+// fraction of the interval the copies crossing it were running.
 class Sampler {
  public:
-  Sampler(double interval_s, const TieredCache& cache, SchedulerState& state,
+  Sampler(const Scenario& s, const NodeLinks& node, const TieredCache& cache, SchedulerState& state,
           const std::vector<TransferRecord>& transfers, std::vector<TimeSample>& out)
-      : interval_(interval_s), next_(interval_s), cache_(cache), state_(state), transfers_(transfers), out_(out) {}
+      : interval_(s.sample_interval_s), next_(s.sample_interval_s), node_(node), media_(tier_media(s)),
+        cache_(cache), state_(state), transfers_(transfers), out_(out) {}
 
-  void at(double now, std::vector<std::string>& paths) {
+  void at(double now) {
     while (now >= next_) {
-      record(next_, paths);
+      record(next_);
       next_ += interval_;
     }
   }
 
  private:
-  void record(double time, std::vector<std::string>& paths) {
+  void record(double time) {
     TimeSample t = sample_state(time, cache_, state_);
-    std::vector<double> busy(paths.size(), 0);
+    std::vector<double> busy(node_.links().size(), 0);
     for (; seen_ < transfers_.size() && transfers_[seen_].start_s < time; ++seen_) {
-      const size_t path = path_index(paths, transfers_[seen_].path);
-      busy.resize(paths.size(), 0);
-      busy[path] += transfers_[seen_].seconds();
+      for (int link : node_.route(transfers_[seen_].path, media_)) busy[link] += transfers_[seen_].seconds();
     }
     for (double& b : busy) b = std::min(1.0, b / interval_);
     t.link_utilisation = busy;
@@ -139,6 +139,8 @@ class Sampler {
   }
 
   double interval_, next_;
+  const NodeLinks& node_;
+  std::map<std::string, Medium> media_;
   const TieredCache& cache_;
   SchedulerState& state_;
   const std::vector<TransferRecord>& transfers_;
@@ -204,7 +206,7 @@ class GpuEngine {
 };
 
 // Runs the scheduler to the end on the wall clock; returns the seconds its forward passes took.
-double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler, std::vector<std::string>& paths) {
+double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler) {
   double compute_s = 0;
   while (!scheduler.finished()) {
     const Decision& d = scheduler.decide();
@@ -218,20 +220,18 @@ double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler,
       if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     scheduler.end_iteration();
-    sampler.at(engine.backend().now(), paths);
+    sampler.at(engine.backend().now());
   }
   return compute_s;
 }
 
-// The summary in the simulator's keys, the bytes of each transfer path as its links.
-nlohmann::json summarise_run(const Scenario& s, ServeRun& run, double window_s) {
-  std::vector<double> link_bytes(run.link_names.size(), 0);
+// The summary in the simulator's keys: each transfer's bytes on every link of the node it crossed.
+nlohmann::json summarise_run(const Scenario& s, const NodeLinks& node, const ServeRun& run, double window_s) {
+  std::vector<double> link_bytes(node.links().size(), 0);
+  const std::map<std::string, Medium> media = tier_media(s);
   for (const TransferRecord& r : run.transfers) {
-    const size_t path = path_index(run.link_names, r.path);
-    link_bytes.resize(run.link_names.size(), 0);
-    link_bytes[path] += r.bytes;
+    for (int link : node.route(r.path, media)) link_bytes[link] += r.bytes;
   }
-  for (TimeSample& t : run.samples) t.link_utilisation.resize(run.link_names.size(), 0);
   return summarise(run.records, run.tier_names, run.link_names, link_bytes, s.slo, window_s);
 }
 
@@ -244,6 +244,8 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
 
   ServeRun run;
   for (const TierSpec& t : s.tiers) run.tier_names.push_back(t.name);
+  const NodeLinks node(s.hardware, s.gpus);
+  for (const NodeLink& l : node.links()) run.link_names.push_back(l.name);
   TieredCache cache(s.tiers);
   WorkloadPlan workload = build_workload(s);
   const CostModel cost = instance_cost_model(s);
@@ -251,12 +253,12 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   StoreBackend& backend = engine.backend();
   backend.restart_clock();
   Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, run.records, state);
-  Sampler sampler(s.sample_interval_s, cache, state, backend.transfers(), run.samples);
-  const double compute_s = serve_requests(scheduler, engine, sampler, run.link_names);
+  Sampler sampler(s, node, cache, state, backend.transfers(), run.samples);
+  const double compute_s = serve_requests(scheduler, engine, sampler);
   const double elapsed = backend.now();
 
   run.transfers = backend.transfers();
-  run.summary = summarise_run(s, run, std::min(workload.window_s, elapsed));
+  run.summary = summarise_run(s, node, run, std::min(workload.window_s, elapsed));
   run.summary["scenario"] = s.name;
   run.summary["workload"] = workload.description;
   run.summary["elapsed_s"] = elapsed;

@@ -29,7 +29,7 @@ struct ServeRun {
   std::vector<TimeSample> samples;
   std::vector<TransferRecord> transfers;
   std::vector<std::string> tier_names;
-  std::vector<std::string> link_names;  // the transfer paths, as transfers.csv names them
+  std::vector<std::string> link_names;  // the node's links (sim/core/node_links.h), as the simulator names them
   nlohmann::json summary;               // summarise()'s keys, and the run's own (steps, compute, device)
 };
 

@@ -1,11 +1,8 @@
 // The SimGrid platform of one serving instance, built in code from a hardware file.
 //
-// Every place KV can live is a SimGrid host, and every path between them a route of links:
-//   dram ─[dram]─[pcie_h2d_i]─> gpu_i        gpu_i ─[pcie_d2h_i]─[dram]─> dram
-//   nvme ─[nvme_read]─[dram]─[pcie_h2d_i]─> gpu_i   (or, with GPUDirect, nvme ─[nvme_read]─[pcie_h2d_i]─>
-//   gpu_i) dram ─[dram]─[nvme_write]─> nvme         remote ─[network]─[pcie_h2d_i]─> gpu_i
-// Each direction is its own link, so loads and stores do not slow each other on PCIe, while transfers on
-// the same link share its bandwidth as SimGrid's flow model shares it. The SSD is a link, not a SimGrid
+// Every place KV can live is a SimGrid host, and every path between them a route of the node's links
+// (sim/core/node_links.h: dram, pcie_h2d_i, pcie_d2h_i, nvme_read, nvme_write, network), so that transfers
+// on the same link share its bandwidth as SimGrid's flow model shares it. The SSD is a link, not a SimGrid
 // Disk: in SimGrid 3.32 a Disk activity in flight beside Comms makes the engine quadratic in the number of
 // past activities. The network model is CM02 without cross-traffic, so one transfer alone takes exactly
 // latency + bytes / bandwidth (the default LV08 is calibrated for TCP and would inflate both).
@@ -13,13 +10,13 @@
 
 #include <array>
 #include <functional>
-#include <map>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
 
 #include "sim/core/hardware.h"
 #include "sim/core/medium.h"
+#include "sim/core/node_links.h"
 
 namespace kvtier {
 
@@ -44,15 +41,9 @@ class Platform {
   int gpus() const { return static_cast<int>(gpu_hosts_.size()); }
 
  private:
-  struct Route {
-    std::vector<int> links;  // indices into links_
-  };
-  int add_link(simgrid::s4u::NetZone* zone, const std::string& name, double bandwidth, double latency);
   simgrid::s4u::Host* host_of(Medium medium, int gpu) const;
-  void add_route(simgrid::s4u::NetZone* zone, simgrid::s4u::Host* from, simgrid::s4u::Host* to,
-                 const std::vector<int>& links);
-  const Route& route(simgrid::s4u::Host* from, simgrid::s4u::Host* to) const;
 
+  NodeLinks node_;
   std::vector<simgrid::s4u::Link*> links_;
   std::vector<std::string> link_names_;
   std::vector<double> link_bytes_;
@@ -60,7 +51,6 @@ class Platform {
   simgrid::s4u::Host* nvme_ = nullptr;
   simgrid::s4u::Host* remote_ = nullptr;
   std::vector<simgrid::s4u::Host*> gpu_hosts_;
-  std::map<std::pair<simgrid::s4u::Host*, simgrid::s4u::Host*>, Route> routes_;
 };
 
 // Runs `body` as the only actor on a fresh engine and platform, in a child process (isolated_run.h),
