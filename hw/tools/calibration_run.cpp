@@ -111,7 +111,8 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
   calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
   calibration.measurements["step_block_tokens"] = run.step_block_tokens;
-  calibration.measurements["step_idle_s"] = run.step_idle_s;
+  calibration.measurements["step_gap"] = step_gap_name(run.step_gap.kind);
+  calibration.measurements["step_gap_s"] = run.step_gap.seconds;
 }
 
 }  // namespace

@@ -39,7 +39,7 @@ struct CalibrationRun {
   ModelCard step_model = {};           // the card whose shapes the steps ran
   std::vector<StepSample> steps = {};  // timed forward-pass steps
   int64_t step_block_tokens = 0;       // tokens per KV page they ran with
-  double step_idle_s = 0;              // the GPU idled this long before each timed step
+  StepGap step_gap = {};               // what the GPU did before each timed step
   std::optional<AttentionCosts> attention_tiling = {};  // how the steps' attention cut its launches
 };
 

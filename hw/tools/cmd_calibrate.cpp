@@ -2,6 +2,7 @@
 // also times real forward-pass steps of one model (step_probe.h) and fits the cost model's serving step
 // costs.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -34,7 +35,8 @@ struct CalibrateArguments {
   bool steps = false;
   std::string step_model = "llama-3.1-8b";
   int64_t step_block_tokens = 256;
-  double step_idle_ms = 200;
+  double step_gap_ms = 200;
+  StepGapKind step_gap = StepGapKind::kIdle;
   std::string out;
 };
 
@@ -78,8 +80,8 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
     throw ConfigError(std::string("--step-model: ") + e.what());
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
-  calibration.step_idle_s = arguments.step_idle_ms * 1e-3;
-  calibration.steps = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_idle_s);
+  calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
+  calibration.steps = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap);
   calibration.attention_tiling = attention_tiling(shape, static_cast<int>(arguments.step_block_tokens));
 }
 
@@ -171,11 +173,18 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
       ->capture_default_str();
-  command->add_option("--step-idle-ms", arguments->step_idle_ms,
-                      "Idle time before each timed step, so that it starts at the clock serving sees between "
+  command->add_option("--step-gap-ms", arguments->step_gap_ms,
+                      "Gap before each timed step, so that it starts at the clock serving sees between "
                       "lighter steps (0: back to back, at the clock a sustained load leaves)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10000.0));
+  command
+      ->add_option("--step-gap", arguments->step_gap,
+                   "What the GPU does in the gap: idle (sleeps), or light (decode steps of one sequence, which "
+                   "keep the clock up at low power)")
+      ->transform(CLI::CheckedTransformer(
+          std::map<std::string, StepGapKind>{{"idle", StepGapKind::kIdle}, {"light", StepGapKind::kLight}}))
+      ->default_str("idle");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

@@ -15,15 +15,16 @@
 
 namespace kvtier::hw {
 
-template <typename Enqueue>
-double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5, double idle_s = 0) {
+// The same, with `before_each()` run (on the host) before each timed run: a gap of the caller's making.
+template <typename Enqueue, typename Before>
+double median_seconds_after(gpuStream_t stream, Enqueue enqueue, int runs, Before before_each) {
   enqueue();  // warm-up: first-touch of pages, lazy module loading, DMA engine start
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
   gpu::Event start;
   gpu::Event stop;
   std::vector<double> seconds;
   for (int run = 0; run < runs; ++run) {
-    if (idle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+    before_each();
     start.record(stream);
     enqueue();
     stop.record(stream);
@@ -32,6 +33,13 @@ double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5, double 
   }
   std::nth_element(seconds.begin(), seconds.begin() + runs / 2, seconds.end());
   return seconds[runs / 2];
+}
+
+template <typename Enqueue>
+double median_seconds(gpuStream_t stream, Enqueue enqueue, int runs = 5, double idle_s = 0) {
+  return median_seconds_after(stream, enqueue, runs, [idle_s] {
+    if (idle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+  });
 }
 
 }  // namespace kvtier::hw

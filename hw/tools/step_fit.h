@@ -34,6 +34,21 @@
 
 namespace kvtier::hw {
 
+// What the GPU does for `seconds` before each timed step. A GPU at its power limit lowers its clock, so a
+// step timed right after a heavy one runs slower than the same step in serving, where lighter steps come
+// between (on the H200, 1.6-1.8 GHz back to back against 1.98 GHz); an idle GPU lowers its clock too, and
+// takes a moment to raise it again. kIdle sleeps; kLight runs decode steps of one sequence (a light,
+// memory-bound step, as a serving loop runs between its prefills), which keep the clock up at low power.
+enum class StepGapKind { kIdle, kLight };
+struct StepGap {
+  StepGapKind kind = StepGapKind::kIdle;
+  double seconds = 0;  // 0: back to back
+};
+// "idle", "light".
+inline const char* step_gap_name(StepGapKind kind) {
+  return kind == StepGapKind::kLight ? "light" : "idle";
+}
+
 // One timed step: `prefill_sequences` sequences each with `new_tokens` after `cached_tokens`, beside
 // `decode_sequences` sequences each decoding one token after `decode_context` tokens.
 struct StepSample {

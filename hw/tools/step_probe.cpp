@@ -50,16 +50,16 @@ int64_t pool_tokens(const TransformerShape& shape, int block_tokens) {
 }
 
 // Wall time of `enqueue` until its stream is idle, as the serving loop sees a step (StepRunner::run): the
-// median of `runs` after a warm-up, each after `idle_s` of idling (event_timer.h says why). Unlike device
-// events it includes what the host spends before the kernels start: building and uploading the batch, the
-// launches the GPU catches up with.
-template <typename Enqueue>
-double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs, double idle_s) {
+// median of `runs` after a warm-up, each after `before_each()` (the gap). Unlike device events it includes
+// what the host spends before the kernels start: building and uploading the batch, the launches the GPU
+// catches up with.
+template <typename Enqueue, typename Before>
+double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs, Before before_each) {
   enqueue();
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
   std::vector<double> seconds;
   for (int run = 0; run < runs; ++run) {
-    if (idle_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+    before_each();
     const auto start = std::chrono::steady_clock::now();
     enqueue();
     KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
@@ -68,6 +68,37 @@ double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs, double
   std::nth_element(seconds.begin(), seconds.begin() + runs / 2, seconds.end());
   return seconds[static_cast<size_t>(runs / 2)];
 }
+
+// The gap before a timed step: a sleep, or decode steps of one sequence at 1K tokens of context on the
+// pool's first pages until `gap.seconds` have passed.
+class GapBeforeStep {
+ public:
+  GapBeforeStep(StepGap gap, TransformerForward& forward, gpuStream_t stream, int block_tokens)
+      : gap_(gap), forward_(forward), stream_(stream),
+        decode_{{1, 1024, std::vector<int>(static_cast<size_t>(pages_for(1025, block_tokens)))}} {
+    for (size_t p = 0; p < decode_[0].pages.size(); ++p) decode_[0].pages[p] = static_cast<int>(p);
+  }
+
+  void operator()() {
+    if (gap_.seconds <= 0) return;
+    if (gap_.kind == StepGapKind::kIdle) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(gap_.seconds));
+      return;
+    }
+    const int token = 1;
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < gap_.seconds) {
+      forward_.step(decode_, std::span<const int>(&token, 1));
+      KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));
+    }
+  }
+
+ private:
+  StepGap gap_;
+  TransformerForward& forward_;
+  gpuStream_t stream_;
+  std::vector<HostSequence> decode_;
+};
 
 // One step's sequences in the serving loop's order, each on its own run of pages from page 0 up.
 std::vector<HostSequence> step_sequences(const StepSample& step, int block_tokens) {
@@ -101,7 +132,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, double idle_s) {
+std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -116,12 +147,14 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_t
   std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
   for (size_t i = 0; i < token_ids.size(); ++i)
     token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
+  GapBeforeStep before_each(gap, forward, stream.get(), block_tokens);
   for (StepSample& step : steps) {
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
-    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs, idle_s);
-    step.attention_seconds = median_seconds(stream.get(), [&] { forward.attention(sequences); }, runs, idle_s);
+    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs, before_each);
+    step.attention_seconds =
+        median_seconds_after(stream.get(), [&] { forward.attention(sequences); }, runs, before_each);
   }
   return steps;
 }
@@ -132,7 +165,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-std::vector<StepSample> measure_steps(const TransformerShape&, int, double) {
+std::vector<StepSample> measure_steps(const TransformerShape&, int, StepGap) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

@@ -24,11 +24,9 @@ namespace kvtier::hw {
 
 // True when this build has the forward pass (a vendor BLAS).
 bool step_probe_available();
-// The probe's steps with their measured seconds, every timed run after `idle_s` of idling: a GPU at its
-// power limit lowers its clock, so a step timed right after a heavy one runs slower than the same step in
-// serving, where lighter steps come between (on the H200, 1.6-1.8 GHz back to back against 1.98 GHz).
-// Throws std::runtime_error without a forward pass.
-std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, double idle_s);
+// The probe's steps with their measured seconds, every timed run after `gap`. Throws std::runtime_error
+// without a forward pass.
+std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap);
 // How the forward pass's attention cuts its launches on this device (attention.h), for the attention fit;
 // nullopt without a forward pass or where the cost model does not describe the kernel (HIP).
 std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens);
