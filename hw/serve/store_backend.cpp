@@ -1,6 +1,9 @@
 #include "hw/serve/store_backend.h"
 
+#include <algorithm>
+#include <map>
 #include <stdexcept>
+#include <tuple>
 #include <string>
 
 namespace kvtier::hw {
@@ -34,20 +37,59 @@ MovedTotals moved(const TieredCache& cache) {
   return totals;
 }
 
+// Each block's copies of one move, merged: from the first start to the last end.
+struct Span {
+  std::chrono::steady_clock::time_point start, end;
+};
+using CopySpans = std::vector<std::vector<Span>>;  // [from * tiers + to]: per block, in order of first copy
+
+CopySpans copy_spans(const std::vector<CopySpan>& copies, int tiers) {
+  CopySpans spans(static_cast<size_t>(tiers * tiers));
+  std::map<std::tuple<int, int, BlockKey>, size_t> index;  // (from, to, block) -> its place in spans
+  for (const CopySpan& c : copies) {
+    std::vector<Span>& move = spans[static_cast<size_t>(c.from_tier * tiers + c.to_tier)];
+    auto [at, first] = index.try_emplace({c.from_tier, c.to_tier, c.key}, move.size());
+    if (first) {
+      move.push_back({c.start, c.end});
+    } else {
+      move[at->second].start = std::min(move[at->second].start, c.start);
+      move[at->second].end = std::max(move[at->second].end, c.end);
+    }
+  }
+  return spans;
+}
+
+std::chrono::steady_clock::time_point earliest(const std::vector<Span>& spans) {
+  if (spans.empty()) throw std::logic_error("tiered store: a load without copies");
+  auto first = std::min_element(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  return first->start;
+}
+
+std::chrono::steady_clock::time_point latest(const std::vector<Span>& spans) {
+  if (spans.empty()) throw std::logic_error("tiered store: a load without copies");
+  auto last = std::max_element(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.end < b.end; });
+  return last->end;
+}
+
 }  // namespace
 
 StoreBackend::StoreBackend(TieredStore& store) : store_(store), start_(std::chrono::steady_clock::now()) {}
 
 double StoreBackend::now() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return seconds(std::chrono::steady_clock::now());
+}
+
+double StoreBackend::seconds(std::chrono::steady_clock::time_point t) const {
+  return std::chrono::duration<double>(t - start_).count();
 }
 
 LoadHandle StoreBackend::start_load(std::span<const double>) {
   return next_load_++;
 }
 
-// Rows as the simulator logs them: a load is one row per tier it reads, each stored block a row of its own;
-// every row spans the call, whose copies ran as one batch.
+// Rows as the simulator logs them: a load is one row per tier it reads, spanning its copies from the first
+// start to the last end; each stored block a row of its own, spanning its copies (one, or two through a
+// staging page). A copy's span is that of the batched call it ran in.
 template <typename Call>
 void StoreBackend::logged(Call&& call) {
   const MovedTotals before = moved(store_.cache());
@@ -57,16 +99,23 @@ void StoreBackend::logged(Call&& call) {
   const MovedTotals after = moved(store_.cache());
   const TieredCache& cache = store_.cache();
   const int tiers = cache.tier_count();
+  const CopySpans spans = copy_spans(store_.copies(), tiers);
   bool any = false;
   for (int from = 0; from < tiers; ++from) {
     for (int to = 0; to < tiers; ++to) {
       const auto i = static_cast<size_t>(from * tiers + to);
       const std::string path = transfer_path(cache.tier(from).name, cache.tier(to).name);
       const double load_bytes = after.loads[i].bytes - before.loads[i].bytes;
-      if (load_bytes > 0) transfers_.push_back({path, load_bytes, start, end});
+      const std::vector<Span>& blocks = spans[i];
+      if (load_bytes > 0) transfers_.push_back({path, load_bytes, seconds(earliest(blocks)), seconds(latest(blocks))});
       const int64_t stored = after.stores[i].blocks - before.stores[i].blocks;
+      if (stored > 0 && static_cast<size_t>(stored) != blocks.size()) {
+        throw std::logic_error("tiered store: " + std::to_string(stored) + " blocks stored on " + path + " but " +
+                               std::to_string(blocks.size()) + " copied");
+      }
       const double block_bytes = stored > 0 ? (after.stores[i].bytes - before.stores[i].bytes) / static_cast<double>(stored) : 0;
-      for (int64_t b = 0; b < stored; ++b) transfers_.push_back({path, block_bytes, start, end});
+      for (int64_t b = 0; b < stored; ++b)
+        transfers_.push_back({path, block_bytes, seconds(blocks[static_cast<size_t>(b)].start), seconds(blocks[static_cast<size_t>(b)].end)});
       any = any || load_bytes > 0 || stored > 0;
     }
   }

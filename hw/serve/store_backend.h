@@ -8,8 +8,9 @@
 // the store copies (as an engine whose connector loads a request's KV before the step that needs it).
 //
 // Every cache call's copies become rows of transfers.csv as the simulator writes them: a load one row per
-// tier it reads, each stored block a row of its own, every row spanning the call's wall time (its copies
-// ran as one batch).
+// tier it reads, each stored block a row of its own, each row spanning the batched copies that moved it
+// (TieredStore::copies()): a store of a block that shared a batched offload with others lasts that offload,
+// as a flow sharing its link with the others does in the simulator.
 #pragma once
 
 #include <chrono>
@@ -56,6 +57,8 @@ class StoreBackend : public ServingBackend {
   // Runs a store call, then logs what it moved.
   template <typename Call>
   void logged(Call&& call);
+  // A time of the steady clock on the run's clock.
+  double seconds(std::chrono::steady_clock::time_point t) const;
 
   TieredStore& store_;
   std::chrono::steady_clock::time_point start_;

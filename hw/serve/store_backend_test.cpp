@@ -6,8 +6,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "hw/store/host_memory_pages.h"
 #include "hw/store/tiered_store_test_support.h"
@@ -156,6 +159,55 @@ TEST(StoreBackend, Int4TiersMoveAndReportPackedBlocks) {
   ASSERT_EQ(tiers[1].bytes_per_block(), static_cast<int64_t>(kInt4TestPackedBytes));
   HostMemoryPages device(10 + kSpare, kInt4TestPageBytes);
   serve_and_check(tiers, device, "store-backend-int4");
+}
+
+// Device pages whose offloads take 60 ms and reloads 20 ms, so that each copy's span can be told apart.
+class SlowCopies : public HostMemoryPages {
+ public:
+  using HostMemoryPages::HostMemoryPages;
+  void offload(std::span<const int64_t> pages, std::span<std::byte* const> host) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+    HostMemoryPages::offload(pages, host);
+  }
+  void reload(std::span<const int64_t> pages, std::span<std::byte* const> host) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    HostMemoryPages::reload(pages, host);
+  }
+};
+
+// An admission that offloads two blocks to make room and reloads two: each stored block's row lasts the one
+// batched offload (both rows the same span), the load's row the batched reload after it, not the whole call.
+TEST(StoreBackend, EachRowSpansTheBatchedCopiesThatMovedIt) {
+  const std::vector<TierSpec> tiers = {tier(Medium::kHbm, 2), tier(Medium::kDram, 4)};
+  SlowCopies device(2 + kSpare, kPageBytes);
+  TieredStore store(tiers, device, nullptr, kTestOptions);
+  StoreBackend backend(store);
+  const std::vector<uint64_t> first = {1, 2}, second = {3, 4};
+  backend.cache_admitted(1, first, {false, false});
+  backend.cache_released(1);
+  backend.cache_admitted(2, second, {false, false});  // offloads 1 and 2
+  backend.cache_released(2);
+  const size_t before = backend.transfers().size();
+  const std::vector<uint64_t> again = {1, 2};
+  const double call_start = backend.now();
+  backend.cache_admitted(3, again, {false, false});  // offloads 3 and 4 in one batch, then reloads 1 and 2
+  const double call_end = backend.now();
+  std::vector<TransferRecord> rows(backend.transfers().begin() + static_cast<std::ptrdiff_t>(before),
+                                   backend.transfers().end());
+  ASSERT_EQ(rows.size(), 3u);
+  std::sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) { return a.path < b.path; });
+  EXPECT_EQ(rows[0].path, "dram->hbm");
+  EXPECT_EQ(rows[1].path, "hbm->dram");
+  EXPECT_EQ(rows[2].path, "hbm->dram");
+  EXPECT_EQ(rows[1].start_s, rows[2].start_s);
+  EXPECT_EQ(rows[1].end_s, rows[2].end_s);
+  EXPECT_GE(rows[1].seconds(), 0.060);
+  EXPECT_LT(rows[1].seconds(), 0.075) << "the offload's span, without the reload (80 ms with it)";
+  EXPECT_GE(rows[0].seconds(), 0.020);
+  EXPECT_LT(rows[0].seconds(), 0.055) << "the reload's span, without the offload";
+  EXPECT_GE(rows[0].start_s, rows[1].end_s) << "a batch offloads before it reloads";
+  EXPECT_GE(rows[1].start_s, call_start);
+  EXPECT_LE(rows[0].end_s, call_end);
 }
 
 }  // namespace

@@ -176,6 +176,7 @@ StoreAdmission TieredStore::admit(std::span<const uint64_t> block_ids) {
   if (!cache_.admit(block_ids, out.cache_admission_)) return out;
   check_against_cache(out.cache_admission_.prefix, out);
   batch_seconds_ = 0;
+  copies_.clear();
   for (const CacheEvent& event : log_.events) apply(event, &out);
   flush();
   fill_pages(block_ids, out);
@@ -190,6 +191,7 @@ void TieredStore::release(StoreAdmission& admission) {
   log_.events.clear();
   cache_.release(admission.cache_admission_);
   batch_seconds_ = 0;
+  copies_.clear();
   for (const CacheEvent& event : admission.deferred_) apply(event, nullptr);
   for (const CacheEvent& event : log_.events) apply(event, nullptr);
   flush();
@@ -209,6 +211,7 @@ bool TieredStore::set_hbm_capacity(int64_t bytes) {
   log_.events.clear();
   if (!cache_.set_capacity(hbm, bytes)) return false;
   batch_seconds_ = 0;
+  copies_.clear();
   for (const CacheEvent& event : log_.events) apply(event, nullptr);
   flush();
   return true;

@@ -123,6 +123,9 @@ class TieredStore {
   const std::optional<PagePacking>& packing() const { return packing_; }
   const TieredCache& cache() const { return cache_; }
   const TransferTotals& transfers() const { return totals_; }
+  // Every copy the last admit(), release() or set_hbm_capacity() made, in the order they ran, each with the
+  // span of its batched call.
+  const std::vector<CopySpan>& copies() const { return copies_; }
   int64_t batches() const { return batches_; }  // batches that copied something
   bool failed() const { return failure_.has_value(); }
 
@@ -196,7 +199,8 @@ class TieredStore {
   std::unordered_map<uint64_t, std::byte*> arriving_;  // block -> host page a pending reload copies
   std::unordered_set<uint64_t> awaiting_kv_;           // placed by a request not released yet
   TransferTotals totals_{};
-  double batch_seconds_ = 0;  // copies since the current admit or release began
+  double batch_seconds_ = 0;      // copies since the current admit or release began
+  std::vector<CopySpan> copies_;  // and each of them
   int64_t batches_ = 0;
   std::optional<StoreError> failure_;
 };

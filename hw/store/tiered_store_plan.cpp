@@ -63,13 +63,15 @@ void TieredStore::promote(uint64_t block, int from) {
 
   const int64_t page = static_cast<int64_t>(take(hbm_));
   std::byte* host = nullptr;
+  const int hbm = tier_of(Medium::kHbm);
   if (from_nvme) {
     host = staging_.page(take_staging());
-    batch_.add({.path = TransferPath::kNvmeGet, .key = block, .host = host});
+    batch_.add({.path = TransferPath::kNvmeGet, .key = block, .from_tier = from, .to_tier = hbm, .host = host});
   } else {
     host = dram_.page(slot(from, block));
   }
-  batch_.add({.path = TransferPath::kReload, .key = block, .hbm_page = page, .host = host});
+  batch_.add({.path = TransferPath::kReload, .key = block, .from_tier = from, .to_tier = hbm, .hbm_page = page,
+              .host = host});
   arriving_[block] = host;
   map(tier_of(Medium::kHbm), block, static_cast<uint64_t>(page));
   if (cache_.tier(from).placement == Placement::kExclusive) unmap(from, block);
@@ -107,20 +109,31 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
     if (source.host != nullptr) {
       batch_.add({.path = TransferPath::kHostCopy,
                   .key = block,
+                  .from_tier = from,
+                  .to_tier = to,
                   .host = source.host,
                   .host_destination = destination});
     } else {
-      batch_.add(
-          {.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = destination});
+      batch_.add({.path = TransferPath::kOffload,
+                  .key = block,
+                  .from_tier = from,
+                  .to_tier = to,
+                  .hbm_page = source.hbm_page,
+                  .host = destination});
     }
     map(to, block, index);
   } else {
     std::byte* host = source.host;
     if (host == nullptr) {
       host = staging_.page(take_staging());
-      batch_.add({.path = TransferPath::kOffload, .key = block, .hbm_page = source.hbm_page, .host = host});
+      batch_.add({.path = TransferPath::kOffload,
+                  .key = block,
+                  .from_tier = from,
+                  .to_tier = to,
+                  .hbm_page = source.hbm_page,
+                  .host = host});
     }
-    batch_.add({.path = TransferPath::kNvmePut, .key = block, .host = host});
+    batch_.add({.path = TransferPath::kNvmePut, .key = block, .from_tier = from, .to_tier = to, .host = host});
     map(to, block, block);
   }
   if (!keep_source) unmap(from, block);
@@ -189,7 +202,7 @@ void TieredStore::unmap(int tier, uint64_t block) {
 void TieredStore::flush() {
   try {
     const bool copies = !batch_.empty();
-    batch_seconds_ += run_batch(batch_, device_, packing_ ? &*packing_ : nullptr, nvme_.get(), totals_);
+    batch_seconds_ += run_batch(batch_, device_, packing_ ? &*packing_ : nullptr, nvme_.get(), totals_, &copies_);
     batches_ += copies;
   } catch (const StoreError& error) {
     roll_back();

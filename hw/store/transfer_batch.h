@@ -16,6 +16,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -39,6 +40,10 @@ const char* transfer_path_name(TransferPath path);
 struct Transfer {
   TransferPath path = TransferPath::kOffload;
   BlockKey key = 0;  // the block (its NVMe key)
+  // The cache's move this copy is part of: a promotion from a lower tier into HBM, or a store from a tier
+  // to a slower one (a move through a staging page is two copies: NVMe -> staging -> HBM).
+  int from_tier = -1;
+  int to_tier = -1;
   int64_t hbm_page = -1;
   std::byte* host = nullptr;
   std::byte* host_destination = nullptr;
@@ -96,6 +101,15 @@ class TransferBatch {
   int64_t count_ = 0;
 };
 
+// One block's copy as it ran: the move it is part of, and the span of the batched call that made it (the
+// call copies all of its path's blocks at once, so each has the whole call's span).
+struct CopySpan {
+  BlockKey key = 0;
+  int from_tier = -1;
+  int to_tier = -1;
+  std::chrono::steady_clock::time_point start, end;
+};
+
 // What one path moved, and the wall time its batched calls took (GPU copies up to their completion).
 struct PathTotals {
   int64_t blocks = 0;
@@ -111,7 +125,8 @@ using TransferTotals = std::array<PathTotals, kTransferPaths>;
 // Host pages and NVMe blocks hold pages in the lower tiers' form: packed by `packing` (the device packs
 // and unpacks them as they cross) when it is given, else the device's page_bytes(). Every path moves, and
 // counts, that many bytes per block.
+// With `spans`, appends each copy's CopySpan in the order the copies ran.
 double run_batch(const TransferBatch& batch, DevicePages& device, const PagePacking* packing, NvmeStore* nvme,
-                 TransferTotals& totals);
+                 TransferTotals& totals, std::vector<CopySpan>* spans = nullptr);
 
 }  // namespace kvtier::hw

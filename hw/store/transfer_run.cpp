@@ -67,7 +67,7 @@ void run_path(TransferPath path, const std::vector<Transfer>& transfers, DeviceP
 }  // namespace
 
 double run_batch(const TransferBatch& batch, DevicePages& device, const PagePacking* packing, NvmeStore* nvme,
-                 TransferTotals& totals) {
+                 TransferTotals& totals, std::vector<CopySpan>* spans) {
   double seconds = 0;
   for (int p = 0; p < kTransferPaths; ++p) {
     const auto path = static_cast<TransferPath>(p);
@@ -75,7 +75,11 @@ double run_batch(const TransferBatch& batch, DevicePages& device, const PagePack
     if (transfers.empty()) continue;
     const auto start = std::chrono::steady_clock::now();
     run_path(path, transfers, device, packing, nvme);
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const auto end = std::chrono::steady_clock::now();
+    const double elapsed = std::chrono::duration<double>(end - start).count();
+    if (spans != nullptr) {
+      for (const Transfer& t : transfers) spans->push_back({t.key, t.from_tier, t.to_tier, start, end});
+    }
     PathTotals& total = totals[static_cast<size_t>(p)];
     total.blocks += static_cast<int64_t>(transfers.size());
     total.bytes += transfers.size() * lower_page_bytes(device, packing);
