@@ -107,7 +107,16 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   overlay_calibration(calibration, hardware);
   const double kv_bytes_per_token =
       static_cast<double>(resolve_kv_layout(run.step_model, "bf16").bytes_per_token());
-  const StepFit fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling);
+  std::optional<PowerThrottle> throttle;
+  if (!run.throttle_seconds.empty()) {
+    throttle = fit_throttle(run.throttle_seconds);
+    calibration.measurements["throttle"] = {{"chunk_tokens", run.throttle_chunk_tokens},
+                                            {"seconds", run.throttle_seconds},
+                                            {"onset_s", throttle->onset_s},
+                                            {"slowdown", throttle->slowdown}};
+  }
+  const StepFit fit =
+      fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling, throttle);
   calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
   calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
   calibration.measurements["step_block_tokens"] = run.step_block_tokens;

@@ -40,6 +40,10 @@ struct CalibrationRun {
   std::vector<StepSample> steps = {};  // timed forward-pass steps
   int64_t step_block_tokens = 0;       // tokens per KV page they ran with
   StepGap step_gap = {};               // what the GPU did before each timed step
+  // Back-to-back prefill chunks from a cool GPU, each one's time (step_probe.h); empty: not measured, and
+  // the fit has no power throttle.
+  std::vector<double> throttle_seconds = {};
+  int64_t throttle_chunk_tokens = 0;
   std::optional<AttentionCosts> attention_tiling = {};  // how the steps' attention cut its launches
 };
 

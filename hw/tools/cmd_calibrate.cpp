@@ -81,7 +81,10 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
-  calibration.steps = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap);
+  StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap);
+  calibration.steps = std::move(probe.steps);
+  calibration.throttle_seconds = std::move(probe.throttle_seconds);
+  calibration.throttle_chunk_tokens = kThrottleChunkTokens;
   calibration.attention_tiling = attention_tiling(shape, static_cast<int>(arguments.step_block_tokens));
 }
 

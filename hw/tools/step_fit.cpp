@@ -1,9 +1,11 @@
 #include "hw/tools/step_fit.h"
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 
@@ -198,14 +200,34 @@ std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
   return steps;
 }
 
-StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
-                       const std::vector<StepSample>& samples, const std::optional<AttentionCosts>& attention_tiling) {
+namespace {
+
+// The samples with the boost-clock times of the steps that heat the GPU, each timed from a cool GPU.
+std::vector<StepSample> at_boost_clock(std::vector<StepSample> samples, const std::vector<bool>& heats,
+                                       const PowerThrottle& throttle) {
+  for (size_t i = 0; i < samples.size(); ++i) {
+    if (!heats[i]) continue;
+    StepSample& s = samples[i];
+    s.seconds = unthrottled_seconds(throttle, s.seconds);
+    if (s.prefill_sequences > 0) s.attention_seconds = unthrottled_seconds(throttle, s.attention_seconds);
+  }
+  return samples;
+}
+
+std::vector<bool> heating_steps(const CostModel& cost, const std::vector<StepSample>& samples) {
+  std::vector<bool> heats;
+  for (const StepSample& s : samples) heats.push_back(cost.compute_bound(s.work()));
+  return heats;
+}
+
+// The costs at the boost clock: the attention model (or formula), the overhead and the linear rate.
+StepCosts fit_boost_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+                          const std::vector<StepSample>& samples,
+                          const std::optional<AttentionCosts>& attention_tiling) {
   const CostModel base(model, hardware, kv_bytes_per_token);
   std::vector<StepTerms> terms;
   bool has_prefill = false, has_decode = false;
   for (const StepSample& s : samples) {
-    if (!(std::isfinite(s.seconds) && s.seconds > 0))
-      throw std::invalid_argument("step fit: a measured step time is not a positive number of seconds");
     terms.push_back(base.step_terms(s.work()));
     has_prefill |= terms.back().attention_flops > 0;
     has_decode |= terms.back().decode_kv_bytes > 0;
@@ -225,21 +247,74 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
     x = non_negative_least_squares(relative_rows(terms, samples, hbm_rate, compute_bound, attention.has_value()));
   }
   require_determined(x[1], "the linear layers' rate");
-  StepFit fit;
-  fit.costs = {.step_overhead_s = x[0], .linear_mfu = 1 / (base.peak_flops() * x[1]), .attention = attention};
+  StepCosts costs{.step_overhead_s = x[0], .linear_mfu = 1 / (base.peak_flops() * x[1]), .attention = attention};
   if (!attention) {
     require_determined(x[2], "prefill attention's rate");
     require_determined(x[4], "decode attention's bandwidth");
-    fit.costs.attention_mfu = 1 / (base.peak_flops() * x[2]);
-    fit.costs.attention_half_rate_keys = x[3] / x[2];
-    fit.costs.attention_half_rate_queries = x[5] / x[2];
-    fit.costs.attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4]);
+    costs.attention_mfu = 1 / (base.peak_flops() * x[2]);
+    costs.attention_half_rate_keys = x[3] / x[2];
+    costs.attention_half_rate_queries = x[5] / x[2];
+    costs.attention_bandwidth_efficiency = 1 / (base.hbm_bandwidth() * x[4]);
   }
-  const CostModel fitted(model, hardware, kv_bytes_per_token, fit.costs);
-  for (const StepSample& s : samples) {
-    const StepWork work = s.work();
-    fit.predicted_seconds.push_back(fitted.step_seconds(work));
-    if (attention) fit.predicted_attention_seconds.push_back(fitted.block_attention_seconds(work));
+  return costs;
+}
+
+}  // namespace
+
+PowerThrottle fit_throttle(const std::vector<double>& seconds) {
+  if (seconds.size() < 8) throw std::invalid_argument("throttle fit: needs at least 8 steps");
+  for (double t : seconds) {
+    if (!(std::isfinite(t) && t > 0)) throw std::invalid_argument("throttle fit: a step time is not positive");
+  }
+  const double boost = *std::min_element(seconds.begin(), seconds.begin() + 3);
+  const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
+  PowerThrottle best{};
+  double best_error = std::numeric_limits<double>::infinity();
+  for (int s = 0; s <= 200; ++s) {
+    const double slowdown = 1 + 0.0025 * s;
+    for (int ms = 0; ms <= static_cast<int>(total * 1e3); ++ms) {
+      GpuHeat heat({ms * 1e-3, slowdown});
+      double error = 0;
+      for (double t : seconds) error += std::pow(heat.run(boost, true) - t, 2);
+      if (error < best_error) best = {ms * 1e-3, slowdown}, best_error = error;
+    }
+  }
+  return best;
+}
+
+StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
+                       const std::vector<StepSample>& measured, const std::optional<AttentionCosts>& attention_tiling,
+                       const std::optional<PowerThrottle>& throttle) {
+  for (const StepSample& s : measured) {
+    if (!(std::isfinite(s.seconds) && s.seconds > 0))
+      throw std::invalid_argument("step fit: a measured step time is not a positive number of seconds");
+  }
+  // Which steps heat the GPU depends on the fitted linear rate: from the hardware file's, until it holds.
+  std::vector<bool> heats(measured.size(), false);
+  if (throttle) heats = heating_steps(CostModel(model, hardware, kv_bytes_per_token), measured);
+  StepCosts costs;
+  std::vector<StepSample> samples = measured;
+  for (int round = 0; round < 5; ++round) {
+    if (throttle) samples = at_boost_clock(measured, heats, *throttle);
+    costs = fit_boost_costs(model, hardware, kv_bytes_per_token, samples, attention_tiling);
+    if (!throttle) break;
+    const std::vector<bool> fitted = heating_steps(CostModel(model, hardware, kv_bytes_per_token, costs), measured);
+    if (fitted == heats) break;
+    heats = fitted;
+  }
+  costs.throttle = throttle;
+  StepFit fit;
+  fit.costs = costs;
+  const CostModel fitted(model, hardware, kv_bytes_per_token, costs);
+  const PowerThrottle none{};
+  for (size_t i = 0; i < measured.size(); ++i) {
+    const StepWork work = measured[i].work();
+    GpuHeat step(throttle.value_or(none)), attention(throttle.value_or(none));
+    fit.predicted_seconds.push_back(step.run(fitted.step_seconds(work), heats[i]));
+    if (costs.attention) {
+      fit.predicted_attention_seconds.push_back(
+          attention.run(fitted.block_attention_seconds(work), heats[i] && measured[i].prefill_sequences > 0));
+    }
   }
   return fit;
 }

@@ -31,6 +31,7 @@
 #include "sim/core/cost_model.h"
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
+#include "sim/core/power_throttle.h"
 
 namespace kvtier::hw {
 
@@ -81,6 +82,17 @@ struct StepFit {
   std::vector<double> predicted_attention_seconds;  // per sample, with an attention model: its attention
 };
 
+// The power throttle (power_throttle.h) that best explains `seconds`: the times of back-to-back,
+// identical compute-bound steps from a cool GPU (the probe's throttle run, step_probe.h). The boost-clock
+// time is the fastest of the first three; the onset (to the millisecond) and the slowdown (to 0.25 %) are
+// searched for the least squared error of GpuHeat's times. Throws std::invalid_argument for fewer than 8
+// steps or a time that is not positive.
+PowerThrottle fit_throttle(const std::vector<double>& seconds);
+
+// With `throttle`, every sample is taken to start from a cool GPU: the compute-bound steps' times (and the
+// attention of those with prefill chunks) are turned into their boost-clock times before the fit
+// (unthrottled_seconds), the costs carry the throttle, and the predictions are the throttled times.
+//
 // With `attention_tiling` (the forward pass's, step_probe.h) and every sample's attention timed, the
 // attention model's kernel costs are fitted to the attention launches (attention_fit.h), and the overhead
 // and linear rate to what each step took beside its measured attention; the formula's attention terms are
@@ -89,7 +101,8 @@ struct StepFit {
 // measurements do not determine it).
 StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
                        const std::vector<StepSample>& samples,
-                       const std::optional<AttentionCosts>& attention_tiling = std::nullopt);
+                       const std::optional<AttentionCosts>& attention_tiling = std::nullopt,
+                       const std::optional<PowerThrottle>& throttle = std::nullopt);
 
 // The samples as the calibration file's measurements.steps: each with what ran, the measured and predicted
 // seconds and the residual (measured - predicted), and where timed the attention's measured and predicted

@@ -195,5 +195,73 @@ TEST(StepFit, WithoutTimedAttentionTheFormulaIsFitted) {
   EXPECT_TRUE(fit.predicted_attention_seconds.empty());
 }
 
+constexpr PowerThrottle kThrottle{.onset_s = 0.35, .slowdown = 1.12};
+
+TEST(FitThrottle, RecoversTheOnsetAndSlowdownOfBackToBackSteps) {
+  GpuHeat heat(kThrottle);
+  std::vector<double> seconds;
+  for (int i = 0; i < 40; ++i) seconds.push_back(heat.run(0.1, true));
+  const PowerThrottle fit = fit_throttle(seconds);
+  EXPECT_NEAR(fit.onset_s, kThrottle.onset_s, 1e-3);
+  EXPECT_NEAR(fit.slowdown, kThrottle.slowdown, 0.0025);
+}
+
+TEST(FitThrottle, StepsThatNeverSlowGiveNoSlowdownAndTooFewAreRefused) {
+  EXPECT_DOUBLE_EQ(fit_throttle(std::vector<double>(20, 0.1)).slowdown, 1);
+  EXPECT_THROW(fit_throttle(std::vector<double>(7, 0.1)), std::invalid_argument);
+  EXPECT_THROW(fit_throttle({0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0}), std::invalid_argument);
+}
+
+// The probe's steps timed from a cool GPU under kThrottle: the fit finds the boost-clock costs of kTruth
+// again, and predicts the throttled times.
+TEST(StepFit, WithAThrottleFitsTheBoostClockAndPredictsTheThrottledTimes) {
+  const ModelOnH200 setup;
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
+  std::vector<StepSample> steps = synthetic_steps(setup, 0);
+  int slowed = 0;
+  for (StepSample& s : steps) {
+    const double boost = s.seconds;
+    s.seconds = GpuHeat(kThrottle).run(boost, truth.compute_bound(s.work()));
+    slowed += s.seconds > boost;
+  }
+  ASSERT_GE(slowed, 4) << "the probe's long prefills run past the onset";
+  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, std::nullopt,
+                                     kThrottle);
+  EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
+  EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
+  ASSERT_TRUE(fit.costs.throttle);
+  EXPECT_EQ(fit.costs.throttle->slowdown, kThrottle.slowdown);
+  for (size_t i = 0; i < steps.size(); ++i)
+    EXPECT_NEAR(fit.predicted_seconds[i] / steps[i].seconds, 1, 1e-6) << steps[i].kind() << " " << i;
+  const StepFit blind = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps);
+  EXPECT_LT(blind.costs.linear_mfu, 0.99 * kTruth.linear_mfu) << "without it, the slowed steps pull the rate down";
+}
+
+// With a throttle run, the file carries the throttle (serving.power) and the run's samples, and its
+// stored predictions are what the simulator charges each step from a cool GPU.
+TEST(StepFit, TheCalibrationFileCarriesTheThrottleAndItsRun) {
+  const ModelOnH200 setup;
+  CalibrationRun run;
+  run.reference = setup.hardware;
+  run.step_model = setup.model;
+  run.steps = synthetic_steps(setup, 0.01);
+  GpuHeat heat(kThrottle);
+  for (int i = 0; i < 30; ++i) run.throttle_seconds.push_back(heat.run(0.12, true));
+  run.throttle_chunk_tokens = 4096;
+  const Calibration back = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
+  const StepCosts costs = *serving_step_costs(back, setup.model);
+  ASSERT_TRUE(costs.throttle);
+  EXPECT_NEAR(costs.throttle->onset_s, kThrottle.onset_s, 1e-3);
+  EXPECT_EQ(back.measurements.at("throttle").at("seconds").size(), 30u);
+  EXPECT_EQ(back.measurements.at("throttle").at("chunk_tokens"), 4096);
+  const CostModel from_file(setup.model, setup.hardware, setup.kv_bytes_per_token, costs);
+  const nlohmann::json& steps = back.measurements.at("steps");
+  for (size_t i = 0; i < run.steps.size(); ++i) {
+    const StepWork work = run.steps[i].work();
+    const double charged = GpuHeat(*costs.throttle).run(from_file.step_seconds(work), from_file.compute_bound(work));
+    EXPECT_EQ(steps[i]["predicted_seconds"].get<double>(), charged) << i;
+  }
+}
+
 }  // namespace
 }  // namespace kvtier::hw

@@ -70,35 +70,65 @@ double median_host_seconds(gpuStream_t stream, Enqueue enqueue, int runs, Before
 }
 
 // The gap before a timed step: a sleep, or decode steps of one sequence at 1K tokens of context on the
-// pool's first pages until `gap.seconds` have passed.
+// pool's first pages, for `gap.seconds` or, when longer, the time since the last gap ended (the run in
+// between) up to `cooling_cap_s`: the time the GPU needs to cool from that run.
 class GapBeforeStep {
  public:
-  GapBeforeStep(StepGap gap, TransformerForward& forward, gpuStream_t stream, int block_tokens)
-      : gap_(gap), forward_(forward), stream_(stream),
-        decode_{{1, 1024, std::vector<int>(static_cast<size_t>(pages_for(1025, block_tokens)))}} {
+  GapBeforeStep(StepGap gap, double cooling_cap_s, TransformerForward& forward, gpuStream_t stream,
+                int block_tokens)
+      : gap_(gap), cooling_cap_s_(cooling_cap_s), forward_(forward), stream_(stream),
+        decode_{{1, 1024, std::vector<int>(static_cast<size_t>(pages_for(1025, block_tokens)))}},
+        last_end_(std::chrono::steady_clock::now()) {
     for (size_t p = 0; p < decode_[0].pages.size(); ++p) decode_[0].pages[p] = static_cast<int>(p);
   }
 
   void operator()() {
     if (gap_.seconds <= 0) return;
-    if (gap_.kind == StepGapKind::kIdle) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(gap_.seconds));
-      return;
-    }
-    const int token = 1;
     const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < gap_.seconds) {
-      forward_.step(decode_, std::span<const int>(&token, 1));
-      KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));
+    const double ran = std::chrono::duration<double>(start - last_end_).count();
+    const double seconds = std::max(gap_.seconds, std::min(ran, cooling_cap_s_));
+    if (gap_.kind == StepGapKind::kIdle) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    } else {
+      const int token = 1;
+      while (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() < seconds) {
+        forward_.step(decode_, std::span<const int>(&token, 1));
+        KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));
+      }
     }
+    last_end_ = std::chrono::steady_clock::now();
   }
 
  private:
   StepGap gap_;
+  double cooling_cap_s_;
   TransformerForward& forward_;
   gpuStream_t stream_;
   std::vector<HostSequence> decode_;
+  std::chrono::steady_clock::time_point last_end_;
 };
+
+// From a cool GPU, prefill chunks of kThrottleChunkTokens back to back for 4 s, each timed on the host.
+std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream, std::span<const int> token_ids,
+                                 int block_tokens) {
+  std::vector<HostSequence> sequences = {
+      {static_cast<int>(kThrottleChunkTokens), 0,
+       std::vector<int>(static_cast<size_t>(pages_for(kThrottleChunkTokens, block_tokens)))}};
+  for (size_t p = 0; p < sequences[0].pages.size(); ++p) sequences[0].pages[p] = static_cast<int>(p);
+  const auto tokens = token_ids.first(static_cast<size_t>(kThrottleChunkTokens));
+  forward.step(sequences, tokens);  // warm-up
+  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  std::vector<double> seconds;
+  const auto begin = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < 4.0) {
+    const auto start = std::chrono::steady_clock::now();
+    forward.step(sequences, tokens);
+    KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return seconds;
+}
 
 // One step's sequences in the serving loop's order, each on its own run of pages from page 0 up.
 std::vector<HostSequence> step_sequences(const StepSample& step, int block_tokens) {
@@ -115,9 +145,15 @@ std::vector<HostSequence> step_sequences(const StepSample& step, int block_token
   return sequences;
 }
 
+// Room for every step, and for the throttle run's chunks.
 ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps,
                              int64_t kv_tokens, int block_tokens) {
-  ForwardConfig config{.shape = shape, .block_tokens = block_tokens, .kv_pages = kv_tokens / block_tokens};
+  ForwardConfig config{.shape = shape,
+                       .block_tokens = block_tokens,
+                       .kv_pages = kv_tokens / block_tokens,
+                       .max_step_tokens = static_cast<int>(kThrottleChunkTokens),
+                       .max_sequences = 1,
+                       .max_pages_per_sequence = static_cast<int>(pages_for(kThrottleChunkTokens, block_tokens))};
   for (const StepSample& s : steps) {
     config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
     config.max_sequences =
@@ -132,7 +168,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap) {
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -147,7 +183,9 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_t
   std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
   for (size_t i = 0; i < token_ids.size(); ++i)
     token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
-  GapBeforeStep before_each(gap, forward, stream.get(), block_tokens);
+  StepProbe probe;
+  probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens);
+  GapBeforeStep before_each(gap, fit_throttle(probe.throttle_seconds).onset_s, forward, stream.get(), block_tokens);
   for (StepSample& step : steps) {
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
@@ -156,7 +194,8 @@ std::vector<StepSample> measure_steps(const TransformerShape& shape, int block_t
     step.attention_seconds =
         median_seconds_after(stream.get(), [&] { forward.attention(sequences); }, runs, before_each);
   }
-  return steps;
+  probe.steps = std::move(steps);
+  return probe;
 }
 
 std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens) {
@@ -165,7 +204,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-std::vector<StepSample> measure_steps(const TransformerShape&, int, StepGap) {
+StepProbe measure_steps(const TransformerShape&, int, StepGap) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

@@ -249,6 +249,7 @@ constexpr ServingKey kServingKeys[] = {
 };
 constexpr const char* kServingModel = "model";
 constexpr const char* kServingAttention = "attention";
+constexpr const char* kServingPower = "power";  // {"onset_s", "slowdown"}: PowerThrottle
 
 // serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds), each a key
 // and the member it holds.
@@ -338,10 +339,21 @@ json attention_json(const AttentionCosts& costs) {
   return out;
 }
 
+PowerThrottle read_power(const json& object) {
+  const std::vector<std::string> root = {"serving", kServingPower};
+  complete_object(object, root, {"onset_s", "slowdown"});
+  PowerThrottle throttle{.onset_s = read_seconds(object.at("onset_s"), child_keys(root, "onset_s"))};
+  const json& slowdown = object.at("slowdown");
+  if (!slowdown.is_number() || !(slowdown.get<double>() >= 1) || !std::isfinite(slowdown.get<double>()))
+    fail(child_keys(root, "slowdown"), "expected a factor of 1 or more");
+  throttle.slowdown = slowdown.get<double>();
+  return throttle;
+}
+
 ServingCalibration read_serving(const json& serving) {
   const std::vector<std::string> root = {"serving"};
   expect_object(serving, root);
-  std::vector<std::string> known = {kServingModel, kServingAttention};
+  std::vector<std::string> known = {kServingModel, kServingAttention, kServingPower};
   for (const ServingKey& k : kServingKeys) known.push_back(k.key);
   allow_keys(serving, root, known);
   auto require = [&](const char* key) {
@@ -355,6 +367,7 @@ ServingCalibration read_serving(const json& serving) {
   result.model = model.get<std::string>();
   if (serving.contains(kServingAttention))
     result.costs.attention = read_attention(serving.at(kServingAttention));
+  if (serving.contains(kServingPower)) result.costs.throttle = read_power(serving.at(kServingPower));
   const bool formula_unused = result.costs.attention.has_value();
   for (const ServingKey& k : kServingKeys) {
     const bool optional = formula_unused && k.formula_attention;
@@ -381,6 +394,8 @@ json serving_json(const ServingCalibration& serving) {
     out[k.key] = serving.costs.*k.field;
   }
   if (attention) out[kServingAttention] = attention_json(*attention);
+  if (const std::optional<PowerThrottle>& t = serving.costs.throttle)
+    out[kServingPower] = {{"onset_s", t->onset_s}, {"slowdown", t->slowdown}};
   return out;
 }
 

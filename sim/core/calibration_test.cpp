@@ -492,6 +492,26 @@ TEST(Calibration, ServingAttentionKeepsFormulaKeysThatWereFitted) {
   EXPECT_TRUE(back.serving->costs.attention);
 }
 
+TEST(Calibration, ServingPowerThrottleRoundTripsAndIsChecked) {
+  Calibration c = with_serving();
+  c.serving->costs.throttle = PowerThrottle{.onset_s = 0.35, .slowdown = 1.125};
+  const nlohmann::json json = c;
+  EXPECT_EQ(json["serving"]["power"], nlohmann::json({{"onset_s", 0.35}, {"slowdown", 1.125}}));
+  const Calibration back = parse_calibration(json.dump(), "c.json");
+  ASSERT_TRUE(back.serving->costs.throttle);
+  EXPECT_EQ(back.serving->costs.throttle->onset_s, 0.35);
+  EXPECT_EQ(back.serving->costs.throttle->slowdown, 1.125);
+  EXPECT_FALSE(nlohmann::json(with_serving())["serving"].contains("power")) << "no throttle, no object";
+  // The power object opens at column 220 of the one line, its slowdown at 249.
+  const std::string serving = "{\"hardware\": {}, \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, "
+                              "\"linear_mfu\": 0.5, \"attention_mfu\": 0.5, \"attention_half_rate_keys\": 0, "
+                              "\"attention_half_rate_queries\": 0, \"attention_bandwidth_efficiency\": 0.5, ";
+  EXPECT_EQ(error_of([&] { parse_calibration(serving + "\"power\": {\"onset_s\": 0.2, \"slowdown\": 0.9}}}", "c.json"); }),
+            "c.json:1:249: serving.power.slowdown: expected a factor of 1 or more");
+  EXPECT_EQ(error_of([&] { parse_calibration(serving + "\"power\": {\"slowdown\": 1.1}}}", "c.json"); }),
+            "c.json:1:220: serving.power: missing required key 'onset_s'");
+}
+
 // A serving section whose attention object has each key on a line of its own, `from` replaced by `to`.
 std::string attention_file(const std::string& from = "", const std::string& to = "") {
   std::string text =

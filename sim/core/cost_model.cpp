@@ -155,6 +155,13 @@ double CostModel::serving_step_seconds(const StepWork& work) const {
   return c.step_overhead_s + linear + attention + decode_attention;
 }
 
+bool CostModel::compute_bound(const StepWork& work) const {
+  if (fixed_rate_) return false;
+  const StepTerms t = step_terms(work);
+  const double linear_rate = step_costs_ ? peak_flops_ * step_costs_->linear_mfu : achieved_flops_;
+  return t.linear_flops / linear_rate > t.weight_bytes / achieved_hbm_bandwidth_;
+}
+
 double CostModel::block_attention_seconds(const StepWork& work) const {
   if (work.decode_contexts.size() != static_cast<size_t>(work.decodes)) {
     throw std::invalid_argument(

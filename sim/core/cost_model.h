@@ -27,6 +27,7 @@
 #include "sim/core/attention_cost.h"
 #include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
+#include "sim/core/power_throttle.h"
 
 namespace kvtier {
 
@@ -42,6 +43,9 @@ struct StepCosts {
   // When set, a step's attention is priced from the kernel's blocks instead (attention_cost.h): layers ×
   // one launch over the step's decodes, then its chunks; the four attention terms above are then unused.
   std::optional<AttentionCosts> attention = std::nullopt;
+  // When set, the terms above price a step at the boost clock, and a simulated run slows compute-bound
+  // steps as its GPU heats (power_throttle.h).
+  std::optional<PowerThrottle> throttle = std::nullopt;
 };
 
 // One engine step's work: prefill chunks and a batch of decodes. Add in the scheduler's order (chunks,
@@ -108,6 +112,9 @@ class CostModel {
   // tokens processed (a MoE step touches at most every expert, at least the active ones for each token).
   double step_seconds(double flops, double kv_bytes, int64_t tokens) const;
   StepTerms step_terms(const StepWork& work) const;
+  // Whether the step's linear layers are bound by their FLOPs rather than by reading the weights: the
+  // steps that heat a GPU past its power limit (power_throttle.h). False for a fixed prefill rate.
+  bool compute_bound(const StepWork& work) const;
   // The step's attention, every layer, priced from the kernel's blocks. REQUIRES StepCosts::attention.
   double block_attention_seconds(const StepWork& work) const;
 

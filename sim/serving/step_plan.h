@@ -35,6 +35,9 @@ struct StepPlan {
   double compute_s = 0;                 // the cost model's time for the work
   double conversion_s = 0;              // (de)quantizing what transfers moved since the previous step
   double seconds = 0;                   // compute_s + conversion_s
+  // With a power-throttled cost model (StepCosts::throttle): whether the work heats the GPU (its linear
+  // layers bound by FLOPs), so that a simulated run slows it as the GPU heats. Otherwise false.
+  bool heats_gpu = false;
 };
 
 struct Decision {

@@ -14,7 +14,16 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
       blocking_transfers_(config.blocking_transfers),
       platform_(platform),
       stores_(platform, transfers_),
+      heat_(cost.step_costs() && cost.step_costs()->throttle ? *cost.step_costs()->throttle : PowerThrottle{}),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
+
+// The step's compute at the GPU's present heat (the time since the last step cooled it), then its
+// conversions, which are memory-bound.
+void ServingInstance::run_step(const StepPlan& step) {
+  heat_.rest(sg4::Engine::get_clock() - last_step_end_);
+  sg4::this_actor::sleep_for(heat_.run(step.compute_s, step.heats_gpu) + step.conversion_s);
+  last_step_end_ = sg4::Engine::get_clock();
+}
 
 void ServingInstance::run() {
   while (!scheduler_.finished()) {
@@ -22,7 +31,7 @@ void ServingInstance::run() {
     const Decision& decision = scheduler_.decide();
     if (decision.kind == Decision::Kind::kStep) {
       if (blocking_transfers_) settle_transfers();
-      sg4::this_actor::sleep_for(decision.step.seconds);
+      run_step(decision.step);
       scheduler_.finish_step();
     } else if (decision.kind == Decision::Kind::kWait && !wait_for_work(decision)) {
       break;

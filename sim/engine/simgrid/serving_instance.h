@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "sim/core/power_throttle.h"
 #include "sim/core/transfer_log.h"
 #include "sim/engine/metrics.h"
 #include "sim/engine/simgrid/platform.h"
@@ -57,6 +58,7 @@ class ServingInstance : private ServingBackend {
   void start_store(int from_tier, int to_tier, double bytes) override;
   bool wait_for_work(const Decision& decision);
   void settle_transfers();
+  void run_step(const StepPlan& step);
 
   // The part of a load that one lower tier sends.
   struct LoadPart {
@@ -78,6 +80,8 @@ class ServingInstance : private ServingBackend {
   StoreQueues stores_;  // demotions and write-throughs, nobody waits for them
   std::unordered_map<LoadHandle, Load> loads_;
   LoadHandle next_load_ = 0;
+  GpuHeat heat_;               // the GPU's power state, which slows compute-bound steps
+  double last_step_end_ = 0;
   Scheduler scheduler_;  // last: it holds references to the members above
 };
 

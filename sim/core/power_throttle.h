@@ -1,0 +1,39 @@
+// A GPU's clock under its power limit, as the time of its steps shows it.
+//
+// A compute-bound step (its linear layers bound by FLOPs, not by reading the weights: a prefill chunk of a
+// few hundred tokens or more) draws more than a GPU's power limit at its boost clock. The GPU lets that
+// last a while, then lowers its clock: after `onset_s` of such work the rest of the work runs `slowdown`
+// times slower (on the H200 at 700 W: 1.98 GHz to about 1.77 GHz, 1.12x). Memory-bound steps and idle time
+// cool it down again, a second of either undoing a second of heat. GpuHeat follows that state across a
+// run's steps: a run of back-to-back prefill chunks is throttled after the onset, a prefill between
+// decode steps starts cool. kvtier-hw calibrate measures both numbers on a run of back-to-back prefills
+// (hw/tools/step_probe.h) and prices steps at the boost clock; the simulator slows them with GpuHeat.
+#pragma once
+
+namespace kvtier {
+
+struct PowerThrottle {
+  double onset_s = 0;   // seconds of compute-bound work at the boost clock before the clock drops
+  double slowdown = 1;  // how much slower compute-bound work runs after that
+};
+
+class GpuHeat {
+ public:
+  explicit GpuHeat(PowerThrottle throttle) : throttle_(throttle) {}
+
+  // Runs a step that takes `boost_s` at the boost clock; returns how long it takes from the present heat.
+  double run(double boost_s, bool compute_bound);
+  // Idles (or runs memory-bound work) for `seconds`.
+  void rest(double seconds);
+  // Seconds of compute-bound work behind the GPU, at most the onset.
+  double heat() const { return heat_; }
+
+ private:
+  PowerThrottle throttle_;
+  double heat_ = 0;
+};
+
+// The boost-clock time of a compute-bound step that took `seconds` from a cool start: run()'s inverse.
+double unthrottled_seconds(const PowerThrottle& throttle, double seconds);
+
+}  // namespace kvtier
