@@ -4,7 +4,8 @@
 # Run from the repository root after building kvtier:
 #   validate/compare-h200.sh DIR [SCENARIO...] [breakeven]      (DIR: the folder run-h200.sh wrote)
 # For each scenario NAME it writes DIR/NAME-sim (the simulation), DIR/NAME-validation.txt (the table),
-# DIR/NAME-validation.json and the plots DIR/NAME-plots/; for case (e), the break-even sweep
+# DIR/NAME-validation.json and the plots DIR/NAME-plots/, and for every other calibration in DIR,
+# DIR/calibration-KIND.json, the table with that one, DIR/NAME-validation-KIND.txt; for case (e), the break-even sweep
 # DIR/e-breakeven-KV.json for each KV layout swept, DIR/e-breakeven-KV-validation.txt and .json (by default,
 # or when `breakeven` is named).
 # Exit status 1 when any target is missed.
@@ -22,6 +23,13 @@ for scenario in "${scenarios[@]}"; do
     > "$dir/$name-validation.txt" || status=1
   "$kvtier" "${args[@]}" --format json > "$dir/$name-validation.json"
   echo "$name: $(tail -1 "$dir/$name-validation.txt")"
+  for other in "$dir"/calibration-*.json; do
+    [ -f "$other" ] || continue
+    kind=$(basename "$other" .json)
+    kind=${kind#calibration-}
+    "$kvtier" validate "$scenario" --hw "$dir/$name" --calibration "$other" > "$dir/$name-validation-$kind.txt"
+    echo "$name with calibration-$kind.json: $(tail -1 "$dir/$name-validation-$kind.txt")"
+  done
 done
 if [ "$breakeven" = 1 ]; then
   for sweep in "$dir"/e-breakeven-*.json; do

@@ -37,6 +37,7 @@ struct CalibrateArguments {
   int64_t step_block_tokens = 256;
   double step_gap_ms = 200;
   StepGapKind step_gap = StepGapKind::kIdle;
+  bool throttle = false;
   std::string out;
 };
 
@@ -81,10 +82,11 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
-  StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap);
+  StepProbe probe =
+      measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap, arguments.throttle);
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
-  calibration.throttle_chunk_tokens = kThrottleChunkTokens;
+  if (arguments.throttle) calibration.throttle_chunk_tokens = kThrottleChunkTokens;
   calibration.attention_tiling = attention_tiling(shape, static_cast<int>(arguments.step_block_tokens));
 }
 
@@ -188,6 +190,9 @@ void add_calibrate_command(CLI::App& app) {
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, StepGapKind>{{"idle", StepGapKind::kIdle}, {"light", StepGapKind::kLight}}))
       ->default_str("idle");
+  command->add_flag("--throttle", arguments->throttle,
+                    "With --steps: time back-to-back prefill chunks from a cool GPU first, fit the power "
+                    "throttle (serving.power) and the step costs at the boost clock (docs/cost-model.md)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

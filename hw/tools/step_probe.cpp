@@ -168,7 +168,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap) {
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, bool with_throttle_run) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -184,8 +184,12 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   for (size_t i = 0; i < token_ids.size(); ++i)
     token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
   StepProbe probe;
-  probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens);
-  GapBeforeStep before_each(gap, fit_throttle(probe.throttle_seconds).onset_s, forward, stream.get(), block_tokens);
+  double cooling_cap_s = 0;
+  if (with_throttle_run) {
+    probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens);
+    cooling_cap_s = fit_throttle(probe.throttle_seconds).onset_s;
+  }
+  GapBeforeStep before_each(gap, cooling_cap_s, forward, stream.get(), block_tokens);
   for (StepSample& step : steps) {
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
@@ -204,7 +208,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-StepProbe measure_steps(const TransformerShape&, int, StepGap) {
+StepProbe measure_steps(const TransformerShape&, int, StepGap, bool) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }
