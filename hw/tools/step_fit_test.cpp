@@ -111,12 +111,18 @@ TEST(StepFit, RefusesMeasurementsThatCannotDetermineTheRates) {
                std::invalid_argument);
 }
 
-TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
-  const ModelOnH200 setup;
+// A calibration run of the probe's steps timed within 1 % of kTruth.
+CalibrationRun synthetic_run(const ModelOnH200& setup) {
   CalibrationRun run;
   run.reference = setup.hardware;
   run.step_model = setup.model;
   run.steps = synthetic_steps(setup, 0.01);
+  return run;
+}
+
+TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
+  const ModelOnH200 setup;
+  CalibrationRun run = synthetic_run(setup);
   const nlohmann::json file = summarize_calibration(run);
   const Calibration back = parse_calibration(file.dump(2), "calibration.json");
   ASSERT_TRUE(back.serving);
@@ -241,10 +247,7 @@ TEST(StepFit, WithAThrottleFitsTheBoostClockAndPredictsTheThrottledTimes) {
 // stored predictions are what the simulator charges each step from a cool GPU.
 TEST(StepFit, TheCalibrationFileCarriesTheThrottleAndItsRun) {
   const ModelOnH200 setup;
-  CalibrationRun run;
-  run.reference = setup.hardware;
-  run.step_model = setup.model;
-  run.steps = synthetic_steps(setup, 0.01);
+  CalibrationRun run = synthetic_run(setup);
   GpuHeat heat(kThrottle);
   for (int i = 0; i < 30; ++i) run.throttle_seconds.push_back(heat.run(0.12, true));
   run.throttle_chunk_tokens = 4096;
