@@ -1,5 +1,7 @@
 #include "hw/serve/serving_loop.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -7,7 +9,6 @@
 #include <map>
 #include <stdexcept>
 #include <thread>
-#include <unistd.h>
 
 #include "hw/gpu/check.h"
 #include "hw/gpu/device_buffer.h"
@@ -116,8 +117,14 @@ class Sampler {
  public:
   Sampler(const Scenario& s, const NodeLinks& node, const TieredCache& cache, SchedulerState& state,
           const std::vector<TransferRecord>& transfers, std::vector<TimeSample>& out)
-      : interval_(s.sample_interval_s), next_(s.sample_interval_s), node_(node), media_(tier_media(s)),
-        cache_(cache), state_(state), transfers_(transfers), out_(out) {}
+      : interval_(s.sample_interval_s),
+        next_(s.sample_interval_s),
+        node_(node),
+        media_(tier_media(s)),
+        cache_(cache),
+        state_(state),
+        transfers_(transfers),
+        out_(out) {}
 
   void at(double now) {
     while (now >= next_) {

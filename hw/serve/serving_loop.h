@@ -29,8 +29,9 @@ struct ServeRun {
   std::vector<TimeSample> samples;
   std::vector<TransferRecord> transfers;
   std::vector<std::string> tier_names;
-  std::vector<std::string> link_names;  // the node's links (sim/core/node_links.h), as the simulator names them
-  nlohmann::json summary;               // summarise()'s keys, and the run's own (steps, compute, device)
+  // The node's links (sim/core/node_links.h), as the simulator names them.
+  std::vector<std::string> link_names;
+  nlohmann::json summary;  // summarise()'s keys, and the run's own (steps, compute, device)
 };
 
 // Throws ConfigError for what the hardware mode cannot serve (a remote tier, tiers of different layouts,

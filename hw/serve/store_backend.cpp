@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <map>
 #include <stdexcept>
-#include <tuple>
 #include <string>
+#include <tuple>
 
 namespace kvtier::hw {
 namespace {
@@ -61,13 +61,15 @@ CopySpans copy_spans(const std::vector<CopySpan>& copies, int tiers) {
 
 std::chrono::steady_clock::time_point earliest(const std::vector<Span>& spans) {
   if (spans.empty()) throw std::logic_error("tiered store: a load without copies");
-  auto first = std::min_element(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.start < b.start; });
+  auto first = std::min_element(spans.begin(), spans.end(),
+                                [](const Span& a, const Span& b) { return a.start < b.start; });
   return first->start;
 }
 
 std::chrono::steady_clock::time_point latest(const std::vector<Span>& spans) {
   if (spans.empty()) throw std::logic_error("tiered store: a load without copies");
-  auto last = std::max_element(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.end < b.end; });
+  auto last = std::max_element(spans.begin(), spans.end(),
+                               [](const Span& a, const Span& b) { return a.end < b.end; });
   return last->end;
 }
 
@@ -107,15 +109,17 @@ void StoreBackend::logged(Call&& call) {
       const std::string path = transfer_path(cache.tier(from).name, cache.tier(to).name);
       const double load_bytes = after.loads[i].bytes - before.loads[i].bytes;
       const std::vector<Span>& blocks = spans[i];
-      if (load_bytes > 0) transfers_.push_back({path, load_bytes, seconds(earliest(blocks)), seconds(latest(blocks))});
+      if (load_bytes > 0)
+        transfers_.push_back({path, load_bytes, seconds(earliest(blocks)), seconds(latest(blocks))});
       const int64_t stored = after.stores[i].blocks - before.stores[i].blocks;
       if (stored > 0 && static_cast<size_t>(stored) != blocks.size()) {
-        throw std::logic_error("tiered store: " + std::to_string(stored) + " blocks stored on " + path + " but " +
-                               std::to_string(blocks.size()) + " copied");
+        throw std::logic_error("tiered store: " + std::to_string(stored) + " blocks stored on " + path +
+                               " but " + std::to_string(blocks.size()) + " copied");
       }
       const double block_bytes = stored > 0 ? (after.stores[i].bytes - before.stores[i].bytes) / static_cast<double>(stored) : 0;
       for (int64_t b = 0; b < stored; ++b)
-        transfers_.push_back({path, block_bytes, seconds(blocks[static_cast<size_t>(b)].start), seconds(blocks[static_cast<size_t>(b)].end)});
+        transfers_.push_back({path, block_bytes, seconds(blocks[static_cast<size_t>(b)].start),
+                              seconds(blocks[static_cast<size_t>(b)].end)});
       any = any || load_bytes > 0 || stored > 0;
     }
   }

@@ -66,11 +66,16 @@ void TieredStore::promote(uint64_t block, int from) {
   const int hbm = tier_of(Medium::kHbm);
   if (from_nvme) {
     host = staging_.page(take_staging());
-    batch_.add({.path = TransferPath::kNvmeGet, .key = block, .from_tier = from, .to_tier = hbm, .host = host});
+    batch_.add(
+        {.path = TransferPath::kNvmeGet, .key = block, .from_tier = from, .to_tier = hbm, .host = host});
   } else {
     host = dram_.page(slot(from, block));
   }
-  batch_.add({.path = TransferPath::kReload, .key = block, .from_tier = from, .to_tier = hbm, .hbm_page = page,
+  batch_.add({.path = TransferPath::kReload,
+              .key = block,
+              .from_tier = from,
+              .to_tier = hbm,
+              .hbm_page = page,
               .host = host});
   arriving_[block] = host;
   map(tier_of(Medium::kHbm), block, static_cast<uint64_t>(page));
@@ -133,7 +138,8 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
                   .hbm_page = source.hbm_page,
                   .host = host});
     }
-    batch_.add({.path = TransferPath::kNvmePut, .key = block, .from_tier = from, .to_tier = to, .host = host});
+    batch_.add(
+        {.path = TransferPath::kNvmePut, .key = block, .from_tier = from, .to_tier = to, .host = host});
     map(to, block, block);
   }
   if (!keep_source) unmap(from, block);
@@ -202,7 +208,8 @@ void TieredStore::unmap(int tier, uint64_t block) {
 void TieredStore::flush() {
   try {
     const bool copies = !batch_.empty();
-    batch_seconds_ += run_batch(batch_, device_, packing_ ? &*packing_ : nullptr, nvme_.get(), totals_, &copies_);
+    batch_seconds_ +=
+        run_batch(batch_, device_, packing_ ? &*packing_ : nullptr, nvme_.get(), totals_, &copies_);
     batches_ += copies;
   } catch (const StoreError& error) {
     roll_back();

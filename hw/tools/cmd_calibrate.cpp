@@ -82,8 +82,8 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
-  StepProbe probe =
-      measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap, arguments.throttle);
+  StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
+                                  arguments.throttle);
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
   if (arguments.throttle) calibration.throttle_chunk_tokens = kThrottleChunkTokens;
@@ -178,15 +178,17 @@ void add_calibrate_command(CLI::App& app) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
       ->capture_default_str();
-  command->add_option("--step-gap-ms", arguments->step_gap_ms,
-                      "Gap before each timed step, so that it starts at the clock serving sees between "
-                      "lighter steps (0: back to back, at the clock a sustained load leaves)")
+  command
+      ->add_option("--step-gap-ms", arguments->step_gap_ms,
+                   "Gap before each timed step, so that it starts at the clock serving sees between "
+                   "lighter steps (0: back to back, at the clock a sustained load leaves)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 10000.0));
   command
-      ->add_option("--step-gap", arguments->step_gap,
-                   "What the GPU does in the gap: idle (sleeps), or light (decode steps of one sequence, which "
-                   "keep the clock up at low power)")
+      ->add_option(
+          "--step-gap", arguments->step_gap,
+          "What the GPU does in the gap: idle (sleeps), or light (decode steps of one sequence, which "
+          "keep the clock up at low power)")
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, StepGapKind>{{"idle", StepGapKind::kIdle}, {"light", StepGapKind::kLight}}))
       ->default_str("idle");

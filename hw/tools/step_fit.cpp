@@ -247,7 +247,8 @@ StepCosts fit_boost_costs(const ModelCard& model, const HardwareConfig& hardware
     x = non_negative_least_squares(relative_rows(terms, samples, hbm_rate, compute_bound, attention.has_value()));
   }
   require_determined(x[1], "the linear layers' rate");
-  StepCosts costs{.step_overhead_s = x[0], .linear_mfu = 1 / (base.peak_flops() * x[1]), .attention = attention};
+  StepCosts costs{
+      .step_overhead_s = x[0], .linear_mfu = 1 / (base.peak_flops() * x[1]), .attention = attention};
   if (!attention) {
     require_determined(x[2], "prefill attention's rate");
     require_determined(x[4], "decode attention's bandwidth");
@@ -264,7 +265,8 @@ StepCosts fit_boost_costs(const ModelCard& model, const HardwareConfig& hardware
 PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   if (seconds.size() < 8) throw std::invalid_argument("throttle fit: needs at least 8 steps");
   for (double t : seconds) {
-    if (!(std::isfinite(t) && t > 0)) throw std::invalid_argument("throttle fit: a step time is not positive");
+    if (!(std::isfinite(t) && t > 0))
+      throw std::invalid_argument("throttle fit: a step time is not positive");
   }
   const double boost = *std::min_element(seconds.begin(), seconds.begin() + 3);
   const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
@@ -283,7 +285,8 @@ PowerThrottle fit_throttle(const std::vector<double>& seconds) {
 }
 
 StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
-                       const std::vector<StepSample>& measured, const std::optional<AttentionCosts>& attention_tiling,
+                       const std::vector<StepSample>& measured,
+                       const std::optional<AttentionCosts>& attention_tiling,
                        const std::optional<PowerThrottle>& throttle) {
   for (const StepSample& s : measured) {
     if (!(std::isfinite(s.seconds) && s.seconds > 0))
@@ -298,7 +301,8 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
     if (throttle) samples = at_boost_clock(measured, heats, *throttle);
     costs = fit_boost_costs(model, hardware, kv_bytes_per_token, samples, attention_tiling);
     if (!throttle) break;
-    const std::vector<bool> fitted = heating_steps(CostModel(model, hardware, kv_bytes_per_token, costs), measured);
+    const std::vector<bool> fitted =
+        heating_steps(CostModel(model, hardware, kv_bytes_per_token, costs), measured);
     if (fitted == heats) break;
     heats = fitted;
   }

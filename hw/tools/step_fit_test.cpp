@@ -231,8 +231,8 @@ TEST(StepFit, WithAThrottleFitsTheBoostClockAndPredictsTheThrottledTimes) {
     slowed += s.seconds > boost;
   }
   ASSERT_GE(slowed, 4) << "the probe's long prefills run past the onset";
-  const StepFit fit = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, std::nullopt,
-                                     kThrottle);
+  const StepFit fit =
+      fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, std::nullopt, kThrottle);
   EXPECT_NEAR(fit.costs.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
   EXPECT_NEAR(fit.costs.attention_mfu / kTruth.attention_mfu, 1, 1e-6);
   ASSERT_TRUE(fit.costs.throttle);
@@ -240,7 +240,8 @@ TEST(StepFit, WithAThrottleFitsTheBoostClockAndPredictsTheThrottledTimes) {
   for (size_t i = 0; i < steps.size(); ++i)
     EXPECT_NEAR(fit.predicted_seconds[i] / steps[i].seconds, 1, 1e-6) << steps[i].kind() << " " << i;
   const StepFit blind = fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps);
-  EXPECT_LT(blind.costs.linear_mfu, 0.99 * kTruth.linear_mfu) << "without it, the slowed steps pull the rate down";
+  EXPECT_LT(blind.costs.linear_mfu, 0.99 * kTruth.linear_mfu)
+      << "without it, the slowed steps pull the rate down";
 }
 
 // With a throttle run, the file carries the throttle (serving.power) and the run's samples, and its
@@ -261,7 +262,8 @@ TEST(StepFit, TheCalibrationFileCarriesTheThrottleAndItsRun) {
   const nlohmann::json& steps = back.measurements.at("steps");
   for (size_t i = 0; i < run.steps.size(); ++i) {
     const StepWork work = run.steps[i].work();
-    const double charged = GpuHeat(*costs.throttle).run(from_file.step_seconds(work), from_file.compute_bound(work));
+    const double charged =
+        GpuHeat(*costs.throttle).run(from_file.step_seconds(work), from_file.compute_bound(work));
     EXPECT_EQ(steps[i]["predicted_seconds"].get<double>(), charged) << i;
   }
 }

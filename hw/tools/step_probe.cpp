@@ -76,7 +76,10 @@ class GapBeforeStep {
  public:
   GapBeforeStep(StepGap gap, double cooling_cap_s, TransformerForward& forward, gpuStream_t stream,
                 int block_tokens)
-      : gap_(gap), cooling_cap_s_(cooling_cap_s), forward_(forward), stream_(stream),
+      : gap_(gap),
+        cooling_cap_s_(cooling_cap_s),
+        forward_(forward),
+        stream_(stream),
         decode_{{1, 1024, std::vector<int>(static_cast<size_t>(pages_for(1025, block_tokens)))}},
         last_end_(std::chrono::steady_clock::now()) {
     for (size_t p = 0; p < decode_[0].pages.size(); ++p) decode_[0].pages[p] = static_cast<int>(p);
@@ -109,8 +112,8 @@ class GapBeforeStep {
 };
 
 // From a cool GPU, prefill chunks of kThrottleChunkTokens back to back for 4 s, each timed on the host.
-std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream, std::span<const int> token_ids,
-                                 int block_tokens) {
+std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream,
+                                 std::span<const int> token_ids, int block_tokens) {
   std::vector<HostSequence> sequences = {
       {static_cast<int>(kThrottleChunkTokens), 0,
        std::vector<int>(static_cast<size_t>(pages_for(kThrottleChunkTokens, block_tokens)))}};
@@ -148,12 +151,13 @@ std::vector<HostSequence> step_sequences(const StepSample& step, int block_token
 // Room for every step, and for the throttle run's chunks.
 ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps,
                              int64_t kv_tokens, int block_tokens) {
-  ForwardConfig config{.shape = shape,
-                       .block_tokens = block_tokens,
-                       .kv_pages = kv_tokens / block_tokens,
-                       .max_step_tokens = static_cast<int>(kThrottleChunkTokens),
-                       .max_sequences = 1,
-                       .max_pages_per_sequence = static_cast<int>(pages_for(kThrottleChunkTokens, block_tokens))};
+  ForwardConfig config{
+      .shape = shape,
+      .block_tokens = block_tokens,
+      .kv_pages = kv_tokens / block_tokens,
+      .max_step_tokens = static_cast<int>(kThrottleChunkTokens),
+      .max_sequences = 1,
+      .max_pages_per_sequence = static_cast<int>(pages_for(kThrottleChunkTokens, block_tokens))};
   for (const StepSample& s : steps) {
     config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
     config.max_sequences =
@@ -168,7 +172,8 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, bool with_throttle_run) {
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap,
+                        bool with_throttle_run) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -194,9 +199,10 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
     const std::vector<HostSequence> sequences = step_sequences(step, block_tokens);
     const auto tokens = std::span<const int>(token_ids).first(static_cast<size_t>(step.work().tokens()));
     const int runs = step.new_tokens >= 8192 ? 3 : 5;
-    step.seconds = median_host_seconds(stream.get(), [&] { forward.step(sequences, tokens); }, runs, before_each);
-    step.attention_seconds =
-        median_seconds_after(stream.get(), [&] { forward.attention(sequences); }, runs, before_each);
+    step.seconds = median_host_seconds(
+        stream.get(), [&] { forward.step(sequences, tokens); }, runs, before_each);
+    step.attention_seconds = median_seconds_after(
+        stream.get(), [&] { forward.attention(sequences); }, runs, before_each);
   }
   probe.steps = std::move(steps);
   return probe;

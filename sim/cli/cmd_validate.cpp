@@ -15,10 +15,10 @@
 #include <set>
 #include <thread>
 
-#include "sim/cli/staged_output.h"
 #include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/output.h"
+#include "sim/cli/staged_output.h"
 #include "sim/core/checked_file.h"
 #include "sim/core/config_files.h"
 #include "sim/core/units.h"
@@ -216,8 +216,8 @@ std::vector<std::vector<RecordedTurn>> measured_arrivals(const std::vector<Scena
     auto variant = std::find_if(measured.variants.begin(), measured.variants.end(),
                                 [&](const validation::VariantRun& v) { return v.name == run.name; });
     if (variant == measured.variants.end()) {
-      throw ConfigError((std::filesystem::path(hw_dir) / validation::kSummaryFile).string() + ": no variant '" +
-                        run.name + "', which the scenario has");
+      throw ConfigError((std::filesystem::path(hw_dir) / validation::kSummaryFile).string() +
+                        ": no variant '" + run.name + "', which the scenario has");
     }
     std::vector<RecordedTurn>& turns = arrivals.emplace_back();
     for (const validation::RequestTimes& r : variant->requests) {

@@ -169,10 +169,11 @@ TEST(ValidateCliScenario, SimOutKeepsTheSimulationWithItsRun) {
 TEST(ValidateCliScenario, AClosedLoopsCacheIsPredictedAtTheMeasuredArrivals) {
   std::filesystem::path out = std::filesystem::temp_directory_path() / "kvtier-validate-cli-closed";
   std::filesystem::remove_all(out);
-  CliResult r = run_validate("validate/scenarios/h200-b-reuse.yaml --hw results/validation/h200/b-reuse "
-                             "--calibration results/validation/h200/calibration.json --format json --sim-out " +
-                                 out.string(),
-                             false);
+  CliResult r = run_validate(
+      "validate/scenarios/h200-b-reuse.yaml --hw results/validation/h200/b-reuse "
+      "--calibration results/validation/h200/calibration.json --format json --sim-out " +
+          out.string(),
+      false);
   ASSERT_LE(r.exit_code, 1) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["variants"][0]["cache_predicted_at"], "measured arrivals");
   nlohmann::json replay = nlohmann::json::parse(std::ifstream(out / "at-measured-arrivals" / "summary.json"));

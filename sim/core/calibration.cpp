@@ -485,11 +485,13 @@ Calibration parse_calibration(const std::string& text, const std::string& name) 
     size_t detail = what.find(": ");
     throw ConfigError(name + ":" + line_and_column(text, e.byte) +
                       ": invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
-  } catch (const json::out_of_range& e) {  // a number too large for a double: "number overflow parsing '1e999'"
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
     std::string what = e.what();
     const size_t quote = what.find('\'');
-    const size_t at = quote == std::string::npos ? std::string::npos
-                                                 : text.find(what.substr(quote + 1, what.rfind('\'') - quote - 1));
+    const size_t at = quote == std::string::npos
+                          ? std::string::npos
+                          : text.find(what.substr(quote + 1, what.rfind('\'') - quote - 1));
     const std::string detail = what.substr(what.find(']') + 2);
     throw ConfigError(name + (at == std::string::npos ? "" : ":" + line_and_column(text, at + 1)) +
                       ": invalid JSON: " + detail);

@@ -36,6 +36,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const nlohmann::json written = calibration;
   const nlohmann::json rewritten = kvtier::parse_calibration(written.dump(), "written.json");
   if (rewritten != written) std::abort();
-  if (calibration.serving && calibration.serving->costs.attention) price_steps(*calibration.serving->costs.attention);
+  if (calibration.serving && calibration.serving->costs.attention)
+    price_steps(*calibration.serving->costs.attention);
   return 0;
 }

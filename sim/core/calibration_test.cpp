@@ -203,7 +203,8 @@ TEST(Calibration, WritesEachValueInAUnitItReadsBackFromAndAtTheEdgesOfUnits) {
                                                       {"d2h_bandwidth", "0.001234MB/s"},
                                                       {"h2d_latency", "0us"},
                                                       {"d2h_latency", "1.000ms"}}));
-  EXPECT_EQ(json["hardware"]["nvme"], nlohmann::json({{"read_bandwidth", "1.00GB/s"}, {"latency", "0.003us"}}));
+  EXPECT_EQ(json["hardware"]["nvme"],
+            nlohmann::json({{"read_bandwidth", "1.00GB/s"}, {"latency", "0.003us"}}));
   EXPECT_EQ(nlohmann::json(parse_calibration(json.dump(), "back.json")), json);
 }
 
@@ -503,10 +504,13 @@ TEST(Calibration, ServingPowerThrottleRoundTripsAndIsChecked) {
   EXPECT_EQ(back.serving->costs.throttle->slowdown, 1.125);
   EXPECT_FALSE(nlohmann::json(with_serving())["serving"].contains("power")) << "no throttle, no object";
   // The power object opens at column 220 of the one line, its slowdown at 249.
-  const std::string serving = "{\"hardware\": {}, \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, "
-                              "\"linear_mfu\": 0.5, \"attention_mfu\": 0.5, \"attention_half_rate_keys\": 0, "
-                              "\"attention_half_rate_queries\": 0, \"attention_bandwidth_efficiency\": 0.5, ";
-  EXPECT_EQ(error_of([&] { parse_calibration(serving + "\"power\": {\"onset_s\": 0.2, \"slowdown\": 0.9}}}", "c.json"); }),
+  const std::string serving =
+      "{\"hardware\": {}, \"serving\": {\"model\": \"m\", \"step_overhead_s\": 0, "
+      "\"linear_mfu\": 0.5, \"attention_mfu\": 0.5, \"attention_half_rate_keys\": 0, "
+      "\"attention_half_rate_queries\": 0, \"attention_bandwidth_efficiency\": 0.5, ";
+  EXPECT_EQ(error_of([&] {
+              parse_calibration(serving + "\"power\": {\"onset_s\": 0.2, \"slowdown\": 0.9}}}", "c.json");
+            }),
             "c.json:1:249: serving.power.slowdown: expected a factor of 1 or more");
   EXPECT_EQ(error_of([&] { parse_calibration(serving + "\"power\": {\"slowdown\": 1.1}}}", "c.json"); }),
             "c.json:1:220: serving.power: missing required key 'onset_s'");

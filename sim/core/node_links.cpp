@@ -61,14 +61,15 @@ const std::vector<int>& NodeLinks::route(Medium from, Medium to, int gpu) const 
   const bool through_gpu = from == Medium::kHbm || to == Medium::kHbm;
   auto found = routes_.find({from, to, through_gpu ? gpu : 0});
   if (found == routes_.end()) {
-    throw ConfigError("no route from " + std::string(medium_name(from)) + " to " + std::string(medium_name(to)) +
+    throw ConfigError("no route from " + std::string(medium_name(from)) + " to " +
+                      std::string(medium_name(to)) +
                       (through_gpu ? " through GPU " + std::to_string(gpu) : "") + " on this node");
   }
   return found->second;
 }
 
-const std::vector<int>& NodeLinks::route(const std::string& path, const std::map<std::string, Medium>& tier_media,
-                                         int gpu) const {
+const std::vector<int>& NodeLinks::route(const std::string& path,
+                                         const std::map<std::string, Medium>& tier_media, int gpu) const {
   const size_t arrow = path.find("->");
   auto medium = [&](const std::string& tier) {
     auto found = tier_media.find(tier);

@@ -21,7 +21,7 @@
 namespace kvtier {
 
 struct NodeLink {
-  std::string name;  // "dram", "pcie_h2d_0", "pcie_d2h_0", ..., "nvme_read", "nvme_write", "network"
+  std::string name;      // "dram", "pcie_h2d_0", "pcie_d2h_0", ..., "nvme_read", "nvme_write", "network"
   double bandwidth = 0;  // bytes/s
   double latency = 0;    // s
 };

@@ -34,7 +34,8 @@ TEST(NodeLinks, LinksInOrderWithTheirRatesAndEveryDirectionItsOwn) {
   const NodeLinks node(two_gpu_node(2, false), 2);
   Names all;
   for (const NodeLink& l : node.links()) all.push_back(l.name);
-  EXPECT_EQ(all, (Names{"dram", "pcie_h2d_0", "pcie_d2h_0", "pcie_h2d_1", "pcie_d2h_1", "nvme_read", "nvme_write"}));
+  EXPECT_EQ(all, (Names{"dram", "pcie_h2d_0", "pcie_d2h_0", "pcie_h2d_1", "pcie_d2h_1", "nvme_read",
+                        "nvme_write"}));
   EXPECT_EQ(node.links()[5].bandwidth, 14e9);  // two drives
   EXPECT_EQ(node.links()[6].latency, 50e-6);
   EXPECT_EQ(node.links()[4].bandwidth, 54e9);
@@ -45,8 +46,10 @@ TEST(NodeLinks, RoutesGoThroughDramUnlessGpuDirectSkipsIt) {
   const NodeLinks bounce(two_gpu_node(1, false), 2);
   EXPECT_EQ(names(bounce, bounce.route(Medium::kDram, Medium::kHbm, 1)), (Names{"dram", "pcie_h2d_1"}));
   EXPECT_EQ(names(bounce, bounce.route(Medium::kHbm, Medium::kDram, 0)), (Names{"pcie_d2h_0", "dram"}));
-  EXPECT_EQ(names(bounce, bounce.route(Medium::kNvme, Medium::kHbm, 0)), (Names{"nvme_read", "dram", "pcie_h2d_0"}));
-  EXPECT_EQ(names(bounce, bounce.route(Medium::kHbm, Medium::kNvme, 1)), (Names{"pcie_d2h_1", "dram", "nvme_write"}));
+  EXPECT_EQ(names(bounce, bounce.route(Medium::kNvme, Medium::kHbm, 0)),
+            (Names{"nvme_read", "dram", "pcie_h2d_0"}));
+  EXPECT_EQ(names(bounce, bounce.route(Medium::kHbm, Medium::kNvme, 1)),
+            (Names{"pcie_d2h_1", "dram", "nvme_write"}));
   EXPECT_EQ(names(bounce, bounce.route(Medium::kDram, Medium::kNvme, 1)), (Names{"dram", "nvme_write"}));
   const NodeLinks direct(two_gpu_node(1, true), 1);
   EXPECT_EQ(names(direct, direct.route(Medium::kNvme, Medium::kHbm)), (Names{"nvme_read", "pcie_h2d_0"}));
@@ -55,7 +58,8 @@ TEST(NodeLinks, RoutesGoThroughDramUnlessGpuDirectSkipsIt) {
 
 TEST(NodeLinks, ATransferPathNamesItsTiers) {
   const NodeLinks node(two_gpu_node(1, false), 1);
-  const std::map<std::string, Medium> tiers = {{"hbm", Medium::kHbm}, {"host", Medium::kDram}, {"disk", Medium::kNvme}};
+  const std::map<std::string, Medium> tiers = {
+      {"hbm", Medium::kHbm}, {"host", Medium::kDram}, {"disk", Medium::kNvme}};
   EXPECT_EQ(names(node, node.route("disk->hbm", tiers)), (Names{"nvme_read", "dram", "pcie_h2d_0"}));
   EXPECT_EQ(names(node, node.route("hbm->host", tiers)), (Names{"pcie_d2h_0", "dram"}));
   EXPECT_THROW(node.route("hbm->dram", tiers), ConfigError);

@@ -101,21 +101,23 @@ TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
 
 // A calibration of Llama-3.1-8B's serving terms, with `power` where given.
 std::string serving_calibration(const std::string& name, const std::string& power) {
-  return temp_file(name, R"({"hardware": {}, "serving": {"model": "Llama-3.1-8B", "step_overhead_s": 0.001,
-    "linear_mfu": 0.8, "attention_mfu": 0.5, "attention_half_rate_keys": 0, "attention_half_rate_queries": 0,
-    "attention_bandwidth_efficiency": 0.8)" + (power.empty() ? "" : ", \"power\": " + power) + "}}");
+  const std::string serving = R"("model": "Llama-3.1-8B", "step_overhead_s": 0.001, "linear_mfu": 0.8,
+    "attention_mfu": 0.5, "attention_half_rate_keys": 0, "attention_half_rate_queries": 0,
+    "attention_bandwidth_efficiency": 0.8)";
+  return temp_file(name, R"({"hardware": {}, "serving": {)" + serving +
+                             (power.empty() ? "" : ", \"power\": " + power) + "}}");
 }
 
 // One request of 32K tokens prefills in four back-to-back chunks of 8K, every one compute-bound: with a
 // throttle of 0.3 s onset and 1.25x, its TTFT is the first 0.3 s of work at the boost clock and the rest
 // 1.25 times slower; a second request a minute later starts cool again.
 TEST(Simulation, BackToBackPrefillsSlowDownAfterTheThrottlesOnset) {
-  std::string trace = temp_file("kvtier_sim_throttle.jsonl", mooncake_line(0, 32768, 1, 64) +
-                                                                 mooncake_line(60000, 32768, 1000, 64));
+  std::string trace = temp_file("kvtier_sim_throttle.jsonl",
+                                mooncake_line(0, 32768, 1, 64) + mooncake_line(60000, 32768, 1000, 64));
   auto scenario = [&](const std::string& power) {
-    return scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}") +
-                         "calibration: " + serving_calibration("kvtier_sim_throttle_" + std::to_string(power.size()) + ".json", power) +
-                         "\n");
+    return scenario_from(
+        one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}") + "calibration: " +
+        serving_calibration("kvtier_sim_throttle_" + std::to_string(power.size()) + ".json", power) + "\n");
   };
   const std::string cool_dir = (std::filesystem::temp_directory_path() / "kvtier_sim_cool").string();
   const std::string hot_dir = (std::filesystem::temp_directory_path() / "kvtier_sim_hot").string();

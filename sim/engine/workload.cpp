@@ -156,7 +156,8 @@ bool is_closed_loop(const Scenario& s) {
 
 WorkloadPlan build_recorded_workload(const Scenario& s, std::vector<RecordedTurn> arrivals) {
   WorkloadSettings settings = read_settings(s);
-  if (!settings.closed_loop) throw ConfigError("recorded arrivals replay a closed loop; the workload is open");
+  if (!settings.closed_loop)
+    throw ConfigError("recorded arrivals replay a closed loop; the workload is open");
   std::string what = std::to_string(arrivals.size()) + " turns of " + settings.source +
                      " sessions at recorded arrivals, " + format_duration(settings.duration_s);
   return {make_recorded_closed_loop(session_source(settings, s), std::move(arrivals), settings.duration_s),

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/workload/replay.h"
 #include "sim/engine/scenario.h"
+#include "sim/workload/replay.h"
 
 namespace kvtier {
 

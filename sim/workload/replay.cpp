@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <functional>
 #include <queue>
-#include <stdexcept>
 #include <set>
+#include <stdexcept>
 #include <tuple>
 #include <unordered_map>
 #include <unordered_set>
@@ -181,7 +181,8 @@ class RecordedClosedLoop : public ReplayDriver {
   }
 
   void on_complete(uint64_t request_id, double now) override {
-    if (in_flight_.erase(request_id) == 0) throw std::logic_error("on_complete() for a request not in flight");
+    if (in_flight_.erase(request_id) == 0)
+      throw std::logic_error("on_complete() for a request not in flight");
     ++counts_.completed;
     if (now <= duration_s_) ++counts_.completed_in_window;
   }
@@ -195,15 +196,16 @@ class RecordedClosedLoop : public ReplayDriver {
     while (sessions_started_ <= session) {
       Session s;
       if (!sessions_->next(s)) {
-        throw ConfigError("recorded arrivals: session " + std::to_string(session) + ", but the workload has " +
-                          std::to_string(sessions_started_) + " sessions");
+        throw ConfigError("recorded arrivals: session " + std::to_string(session) +
+                          ", but the workload has " + std::to_string(sessions_started_) + " sessions");
       }
       if (s.turns.empty()) continue;
       s.id = sessions_started_++;
       if (turns_left_.contains(s.id)) drawn_.emplace(s.id, std::move(s));
     }
     auto found = drawn_.find(session);
-    if (found == drawn_.end()) throw std::logic_error("recorded arrivals: a session issued after its last turn");
+    if (found == drawn_.end())
+      throw std::logic_error("recorded arrivals: a session issued after its last turn");
     return found->second;
   }
 

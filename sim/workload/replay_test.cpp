@@ -155,7 +155,8 @@ TEST(RecordedClosedLoop, SessionsAreNumberedAsTheClosedLoopNumbersThem) {
   // A closed loop of two sessions in flight, each turn answered in 1 s, recorded as it ran; the
   // recorded replay of that record issues the same requests at the same times.
   AgentWorkload workload = default_agent_workload();
-  auto closed = make_closed_loop(make_generated_sessions(workload, 256), {.concurrency = 2, .duration_s = 300});
+  auto closed =
+      make_closed_loop(make_generated_sessions(workload, 256), {.concurrency = 2, .duration_s = 300});
   std::vector<Request> issued;
   std::vector<RecordedTurn> record;
   while (auto t = closed->next_ready_time()) {

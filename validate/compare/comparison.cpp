@@ -327,7 +327,8 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
   v.cache_at_measured_arrivals = &cache != &predicted;
   v.hits = compare_hits(cache, measured);
   v.links = compare_links(cache, measured);
-  if (cache.transfers && measured.transfers) v.transfers = compare_transfers(*cache.transfers, *measured.transfers);
+  if (cache.transfers && measured.transfers)
+    v.transfers = compare_transfers(*cache.transfers, *measured.transfers);
   const MetricComparison& ttft = v.metrics[kTtft];
   v.checks = {ttft_percentile_check("ttft_p50", ttft, &Percentiles::p50, t),
               ttft_percentile_check("ttft_p95", ttft, &Percentiles::p95, t),
@@ -384,8 +385,9 @@ const VariantRun& same_variant(const VariantRun& v, const RunFolder& run, const 
                             [&](const VariantRun& o) { return o.name == v.name; });
   if (run.variants.size() != other.variants.size() || found == other.variants.end()) {
     throw ConfigError((std::filesystem::path(other.dir) / kSummaryFile).string() + ": variants " +
-                      variant_names(other) + ", but " + (std::filesystem::path(run.dir) / kSummaryFile).string() +
-                      " has " + variant_names(run) + "; both runs must be of the same scenario");
+                      variant_names(other) + ", but " +
+                      (std::filesystem::path(run.dir) / kSummaryFile).string() + " has " +
+                      variant_names(run) + "; both runs must be of the same scenario");
   }
   return *found;
 }

@@ -87,7 +87,7 @@ struct VariantComparison {
   std::vector<TierHits> hits;
   std::vector<LinkComparison> links;
   std::optional<std::vector<PathTransfers>> transfers;  // absent: a run has no transfers.csv
-  bool cache_at_measured_arrivals = false;  // hits, links and transfers predicted by the replay
+  bool cache_at_measured_arrivals = false;              // hits, links and transfers predicted by the replay
   std::vector<RequestComparison> requests;              // predicted run's order
   std::vector<Check> checks;
 };

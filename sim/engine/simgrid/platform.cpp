@@ -15,7 +15,8 @@ void configure_flow_model(sg4::Engine& engine) {
 Platform::Platform(const HardwareConfig& hw, int gpus) : node_(hw, gpus) {
   sg4::NetZone* zone = sg4::create_full_zone("node");
   dram_ = zone->create_host("dram", 1.0)->seal();
-  for (int g = 0; g < gpus; ++g) gpu_hosts_.push_back(zone->create_host("gpu" + std::to_string(g), 1.0)->seal());
+  for (int g = 0; g < gpus; ++g)
+    gpu_hosts_.push_back(zone->create_host("gpu" + std::to_string(g), 1.0)->seal());
   if (node_.has(Medium::kNvme)) nvme_ = zone->create_host("nvme", 1.0)->seal();
   if (node_.has(Medium::kRemote)) remote_ = zone->create_host("remote", 1.0)->seal();
   for (const NodeLink& l : node_.links()) {

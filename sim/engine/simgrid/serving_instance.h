@@ -21,8 +21,8 @@
 #include "sim/core/transfer_log.h"
 #include "sim/engine/metrics.h"
 #include "sim/engine/simgrid/platform.h"
-#include "sim/serving/scheduler.h"
 #include "sim/engine/simgrid/store_queue.h"
+#include "sim/serving/scheduler.h"
 
 namespace kvtier {
 
@@ -80,7 +80,7 @@ class ServingInstance : private ServingBackend {
   StoreQueues stores_;  // demotions and write-throughs, nobody waits for them
   std::unordered_map<LoadHandle, Load> loads_;
   LoadHandle next_load_ = 0;
-  GpuHeat heat_;               // the GPU's power state, which slows compute-bound steps
+  GpuHeat heat_;  // the GPU's power state, which slows compute-bound steps
   double last_step_end_ = 0;
   Scheduler scheduler_;  // last: it holds references to the members above
 };
