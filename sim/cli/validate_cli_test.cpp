@@ -182,6 +182,28 @@ TEST(ValidateCliScenario, AClosedLoopsCacheIsPredictedAtTheMeasuredArrivals) {
   EXPECT_FALSE(nlohmann::json::parse(std::ifstream(out / "summary.json"))["run"].contains("arrivals"));
 }
 
+// A closed-loop run whose requests.csv has no session and turn columns (written before they existed)
+// cannot be replayed at its arrivals, nor its turns paired with the prediction's: bad input, named.
+TEST(ValidateCliScenario, AClosedLoopRunWithoutSessionsCannotBeCompared) {
+  const std::filesystem::path hw = std::filesystem::temp_directory_path() / "kvtier-validate-cli-no-sessions";
+  std::filesystem::remove_all(hw);
+  std::filesystem::copy("results/validation/h200/a-light", hw, std::filesystem::copy_options::recursive);
+  std::ifstream in(hw / "run" / "requests.csv");
+  std::string text, line;
+  while (std::getline(in, line)) {  // drops the second and third cells, session and turn
+    const size_t first = line.find(',');
+    const size_t third = line.find(',', line.find(',', first + 1) + 1);
+    text += line.substr(0, first) + line.substr(third) + "\n";
+  }
+  in.close();
+  std::ofstream(hw / "run" / "requests.csv") << text;
+  ASSERT_EQ(text.rfind("id,arrival_s,", 0), 0u) << text.substr(0, 40);
+  CliResult r = run_validate("validate/scenarios/h200-a-light.yaml --hw " + hw.string());
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("requests.csv:2: a closed-loop run's request without a session"), std::string::npos)
+      << r.out;
+}
+
 // --calibration is overlaid on the scenario: it moves the prediction, the simulated folder records it,
 // and a missing file is bad input.
 TEST(ValidateCliScenario, CalibrationIsOverlaid) {
