@@ -10,6 +10,8 @@
 #include <span>
 #include <sstream>
 
+#include "sim/core/json_text.h"
+
 namespace kvtier {
 namespace {
 
@@ -401,15 +403,6 @@ json serving_json(const ServingCalibration& serving) {
 
 // ---- locating errors in the file's text ----
 
-// nlohmann counts `byte` from 1: the last character it read.
-std::string line_and_column(const std::string& text, size_t byte) {
-  const std::string read = text.substr(0, byte == 0 ? 0 : byte - 1);
-  const size_t line_start = read.rfind('\n');
-  const size_t line = 1 + static_cast<size_t>(std::count(read.begin(), read.end(), '\n'));
-  const size_t column = read.size() - (line_start == std::string::npos ? 0 : line_start + 1) + 1;
-  return std::to_string(line) + ":" + std::to_string(column);
-}
-
 // JSON is YAML, so the config reader finds the line and column of the key path.
 [[noreturn]] void fail_located(const std::string& text, const std::string& name,
                                const CalibrationKeyError& error) {
@@ -477,25 +470,7 @@ void from_json(const json& in, Calibration& calibration) {
 }
 
 Calibration parse_calibration(const std::string& text, const std::string& name) {
-  json parsed;
-  try {
-    parsed = json::parse(text);
-  } catch (const json::parse_error& e) {
-    std::string what = e.what();
-    size_t detail = what.find(": ");
-    throw ConfigError(name + ":" + line_and_column(text, e.byte) +
-                      ": invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
-  } catch (const json::out_of_range& e) {
-    // A number too large for a double: "[json.exception.out_of_range.406] number overflow parsing '1e999'".
-    std::string what = e.what();
-    const size_t quote = what.find('\'');
-    const size_t at = quote == std::string::npos
-                          ? std::string::npos
-                          : text.find(what.substr(quote + 1, what.rfind('\'') - quote - 1));
-    const std::string detail = what.substr(what.find(']') + 2);
-    throw ConfigError(name + (at == std::string::npos ? "" : ":" + line_and_column(text, at + 1)) +
-                      ": invalid JSON: " + detail);
-  }
+  const json parsed = parse_json_text(text, name);
   try {
     return parsed.get<Calibration>();
   } catch (const CalibrationKeyError& e) {

@@ -7,6 +7,8 @@
 #include <set>
 #include <vector>
 
+#include "sim/core/json_text.h"
+
 namespace kvtier {
 namespace {
 
@@ -32,23 +34,6 @@ constexpr Family kFamilies[] = {{"llama", "LlamaForCausalLM", false},
                                 {"minimax_m2", "MiniMaxM2ForCausalLM", false},
                                 {"minimax", "MiniMaxForCausalLM", false}};
 
-// "line:column" (both from 1) of the byte at `offset` (from 0) of `text`.
-std::string line_column(const std::string& text, size_t offset) {
-  offset = std::min(offset, text.size());
-  const auto line = 1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n');
-  const size_t newline = offset == 0 ? std::string::npos : text.rfind('\n', offset - 1);
-  const size_t column = newline == std::string::npos ? offset + 1 : offset - newline;
-  return std::to_string(line) + ":" + std::to_string(column);
-}
-
-// nlohmann's reason without its own "[json.exception...] parse error at line L, column C: " prefix.
-std::string parse_error_reason(const json::parse_error& e) {
-  std::string message = e.what();
-  const size_t column = message.find("column ");
-  const size_t reason = column == std::string::npos ? std::string::npos : message.find(": ", column);
-  return reason == std::string::npos ? message : message.substr(reason + 2);
-}
-
 // The document, with a key given twice in one object an error (nlohmann would keep the last silently).
 json parse_json(const std::string& text, const std::string& file) {
   std::vector<std::set<std::string>> open_objects;
@@ -60,16 +45,7 @@ json parse_json(const std::string& text, const std::string& file) {
     }
     return true;
   };
-  json root;
-  try {
-    root = json::parse(text, reject_duplicate_keys);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(file + ":" + line_column(text, e.byte == 0 ? 0 : e.byte - 1) +
-                      ": invalid JSON: " + parse_error_reason(e));
-  } catch (const json::exception& e) {  // a number beyond double's range: nlohmann gives no position
-    const std::string message = e.what();
-    throw ConfigError(file + ": invalid JSON: " + message.substr(message.find("] ") + 2));
-  }
+  const json root = parse_json_text(text, file, reject_duplicate_keys);
   if (!root.is_object())
     throw ConfigError(file + ": expected a JSON object of config fields at the top level");
   return root;

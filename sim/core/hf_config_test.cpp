@@ -248,7 +248,7 @@ TEST(HfConfig, BadJsonIsLocatedByLineAndColumn) {
             0u);
   EXPECT_EQ(error_of([] { parse_hf_config("", "c.json"); }).rfind("c.json:1:1: invalid JSON: ", 0), 0u);
   EXPECT_EQ(error_of([] { parse_hf_config(R"({"rope_theta": 1e999})", "c.json"); }),
-            "c.json: invalid JSON: number overflow parsing '1e999'");
+            "c.json:1:16: invalid JSON: number overflow parsing '1e999'");
 }
 
 // Every reader of model cards goes through load_config, which reads a .json path as a config.json.

@@ -9,28 +9,13 @@
 #include "sim/core/breakeven.h"
 #include "sim/core/config.h"
 #include "sim/core/cost_model.h"
+#include "sim/core/json_text.h"
 #include "sim/core/kv_layout.h"
 
 namespace kvtier::validation {
 namespace {
 
 using T = nlohmann::json::value_t;
-
-// "line:column" of a byte offset in `text`, both from 1.
-std::string line_and_column(const std::string& text, size_t byte) {
-  const size_t end = std::min(byte, text.size());
-  size_t line = 1, column = 1;
-  for (size_t i = 0; i < end; ++i) {
-    if (text[i] == '\n') {
-      ++line;
-      column = 1;
-    } else {
-      ++column;
-    }
-  }
-  // nlohmann reports the byte after the offending character.
-  return std::to_string(line) + ":" + std::to_string(column > 1 ? column - 1 : column);
-}
 
 // json[key] checked for its type, failing as "name: key.path: expected ...".
 const nlohmann::json& member(const nlohmann::json& j, const std::string& key, const std::string& where,
@@ -77,15 +62,7 @@ double conversion_bytes_per_s(const SweepPricing& pricing, const KvLayout& tier,
 }  // namespace
 
 MeasuredSweep parse_measured_sweep(const std::string& text, const std::string& name) {
-  nlohmann::json in;
-  try {
-    in = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    const std::string what = e.what();
-    const size_t detail = what.find(": ");
-    throw ConfigError(name + ":" + line_and_column(text, e.byte) +
-                      ": invalid JSON: " + (detail == std::string::npos ? what : what.substr(detail + 2)));
-  }
+  const nlohmann::json in = parse_json_text(text, name);
   const std::string where = name + ": ";
   MeasuredSweep sweep;
   sweep.source = name;

@@ -2,9 +2,11 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <unordered_set>
 
 #include "sim/core/config.h"
+#include "sim/core/json_text.h"
 #include "validate/compare/csv_table.h"
 
 namespace kvtier::validation {
@@ -15,11 +17,9 @@ constexpr std::string_view kHitPrefix = "hit_tokens_";
 nlohmann::json read_summary(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path.string() + ": cannot read the file (is this a kvtier output folder?)");
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw ConfigError(path.string() + ": not valid JSON: " + e.what());
-  }
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_json_text(text.str(), path.string());
 }
 
 // json[key] checked for its type, failing as "file: key.path: expected ...".
