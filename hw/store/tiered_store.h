@@ -170,6 +170,7 @@ class TieredStore {
   // tiered_store_plan.cpp: cache events -> slots and copies.
   void apply(const CacheEvent& event, StoreAdmission* admission);
   void place(uint64_t block, StoreAdmission& admission);
+  void add_copy(Transfer copy, uint64_t block, int from, int to);
   void promote(uint64_t block, int from);
   void copy_down(uint64_t block, int from, int to, bool keep_source);
   CopySource copy_source(uint64_t block, int from) const;

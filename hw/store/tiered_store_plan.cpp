@@ -51,6 +51,14 @@ void TieredStore::place(uint64_t block, StoreAdmission& admission) {
   admission.placed_.push_back(block);
 }
 
+// Adds a copy of `block` that is part of its move from tier `from` to tier `to`.
+void TieredStore::add_copy(Transfer copy, uint64_t block, int from, int to) {
+  copy.key = block;
+  copy.from_tier = from;
+  copy.to_tier = to;
+  batch_.add(copy);
+}
+
 void TieredStore::promote(uint64_t block, int from) {
   const bool from_nvme = medium_of(from) == Medium::kNvme;
   ensure_free(true, false, from_nvme, false);
@@ -66,17 +74,11 @@ void TieredStore::promote(uint64_t block, int from) {
   const int hbm = tier_of(Medium::kHbm);
   if (from_nvme) {
     host = staging_.page(take_staging());
-    batch_.add(
-        {.path = TransferPath::kNvmeGet, .key = block, .from_tier = from, .to_tier = hbm, .host = host});
+    add_copy({.path = TransferPath::kNvmeGet, .host = host}, block, from, hbm);
   } else {
     host = dram_.page(slot(from, block));
   }
-  batch_.add({.path = TransferPath::kReload,
-              .key = block,
-              .from_tier = from,
-              .to_tier = hbm,
-              .hbm_page = page,
-              .host = host});
+  add_copy({.path = TransferPath::kReload, .hbm_page = page, .host = host}, block, from, hbm);
   arriving_[block] = host;
   map(tier_of(Medium::kHbm), block, static_cast<uint64_t>(page));
   if (cache_.tier(from).placement == Placement::kExclusive) unmap(from, block);
@@ -112,34 +114,20 @@ void TieredStore::copy_down(uint64_t block, int from, int to, bool keep_source) 
     const uint64_t index = take(dram_.slots);
     std::byte* destination = dram_.page(index);
     if (source.host != nullptr) {
-      batch_.add({.path = TransferPath::kHostCopy,
-                  .key = block,
-                  .from_tier = from,
-                  .to_tier = to,
-                  .host = source.host,
-                  .host_destination = destination});
+      add_copy({.path = TransferPath::kHostCopy, .host = source.host, .host_destination = destination}, block,
+               from, to);
     } else {
-      batch_.add({.path = TransferPath::kOffload,
-                  .key = block,
-                  .from_tier = from,
-                  .to_tier = to,
-                  .hbm_page = source.hbm_page,
-                  .host = destination});
+      add_copy({.path = TransferPath::kOffload, .hbm_page = source.hbm_page, .host = destination}, block,
+               from, to);
     }
     map(to, block, index);
   } else {
     std::byte* host = source.host;
     if (host == nullptr) {
       host = staging_.page(take_staging());
-      batch_.add({.path = TransferPath::kOffload,
-                  .key = block,
-                  .from_tier = from,
-                  .to_tier = to,
-                  .hbm_page = source.hbm_page,
-                  .host = host});
+      add_copy({.path = TransferPath::kOffload, .hbm_page = source.hbm_page, .host = host}, block, from, to);
     }
-    batch_.add(
-        {.path = TransferPath::kNvmePut, .key = block, .from_tier = from, .to_tier = to, .host = host});
+    add_copy({.path = TransferPath::kNvmePut, .host = host}, block, from, to);
     map(to, block, block);
   }
   if (!keep_source) unmap(from, block);

@@ -125,6 +125,8 @@ class CostModel {
   double peak_flops() const { return peak_flops_; }
   double hbm_bandwidth() const { return hbm_bandwidth_; }
   const std::optional<StepCosts>& step_costs() const { return step_costs_; }
+  // The serving terms' power throttle, or nullopt when steps are not throttled.
+  std::optional<PowerThrottle> throttle() const { return step_costs_ ? step_costs_->throttle : std::nullopt; }
 
  private:
   CostModel() = default;

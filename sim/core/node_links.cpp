@@ -9,7 +9,7 @@ int NodeLinks::add_link(const std::string& name, double bandwidth, double latenc
   return static_cast<int>(links_.size()) - 1;
 }
 
-NodeLinks::NodeLinks(const HardwareConfig& hw, int gpus) : gpus_(gpus) {
+NodeLinks::NodeLinks(const HardwareConfig& hw, int gpus) {
   if (gpus <= 0 || gpus > hw.gpu.count) {
     throw ConfigError("instance.gpus: " + std::to_string(gpus) + " GPUs do not fit a node of " +
                       std::to_string(hw.gpu.count));

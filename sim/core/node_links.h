@@ -33,7 +33,6 @@ class NodeLinks {
   NodeLinks(const HardwareConfig& hardware, int gpus);
 
   const std::vector<NodeLink>& links() const { return links_; }
-  int gpus() const { return gpus_; }
   bool has(Medium medium) const;
   // The links (indices into links()) a copy from one medium to another crosses, in order; a copy to or
   // from HBM goes through GPU `gpu`'s PCIe. Throws ConfigError when the node has no such route.
@@ -48,7 +47,6 @@ class NodeLinks {
  private:
   int add_link(const std::string& name, double bandwidth, double latency);
 
-  int gpus_;
   bool nvme_ = false, remote_ = false;
   std::vector<NodeLink> links_;
   std::map<std::tuple<Medium, Medium, int>, std::vector<int>> routes_;

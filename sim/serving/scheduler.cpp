@@ -242,7 +242,7 @@ bool Scheduler::plan_step() {
   if (plan.tokens == 0) return false;
   for (const DecodeWork& decode : plan.decodes) work.add_decode(decode.context_tokens);
   plan.compute_s = cost_.step_seconds(work);
-  plan.heats_gpu = cost_.step_costs() && cost_.step_costs()->throttle && cost_.compute_bound(work);
+  plan.heats_gpu = cost_.throttle() && cost_.compute_bound(work);
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;

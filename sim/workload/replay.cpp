@@ -68,6 +68,17 @@ class OpenLoop : public ReplayDriver {
   ReplayCounts counts_;
 };
 
+// The next session of `sessions` with turns, numbered from `started` on (both closed loops number
+// sessions this way, so that a recorded run's session k is the replay's); false when there are none.
+bool next_numbered_session(SessionSource& sessions, int64_t& started, Session& out) {
+  while (sessions.next(out)) {
+    if (out.turns.empty()) continue;
+    out.id = started++;
+    return true;
+  }
+  return false;
+}
+
 class ClosedLoop : public ReplayDriver {
  public:
   ClosedLoop(std::unique_ptr<SessionSource> sessions, ClosedLoopOptions options)
@@ -120,12 +131,7 @@ class ClosedLoop : public ReplayDriver {
   void start_session(size_t slot, double now) {
     Slot& s = slots_[slot];
     s.next_turn = 0;
-    while (sessions_->next(s.session)) {
-      if (s.session.turns.empty()) continue;
-      s.session.id = sessions_started_++;
-      ready_.emplace(now, order_++, slot);
-      return;
-    }
+    if (next_numbered_session(*sessions_, sessions_started_, s.session)) ready_.emplace(now, order_++, slot);
   }
 
   using Entry = std::tuple<double, uint64_t, size_t>;  // ready time, order of readiness (ties), slot
@@ -195,12 +201,10 @@ class RecordedClosedLoop : public ReplayDriver {
   Session& session_of(int64_t session) {
     while (sessions_started_ <= session) {
       Session s;
-      if (!sessions_->next(s)) {
+      if (!next_numbered_session(*sessions_, sessions_started_, s)) {
         throw ConfigError("recorded arrivals: session " + std::to_string(session) +
                           ", but the workload has " + std::to_string(sessions_started_) + " sessions");
       }
-      if (s.turns.empty()) continue;
-      s.id = sessions_started_++;
       if (turns_left_.contains(s.id)) drawn_.emplace(s.id, std::move(s));
     }
     auto found = drawn_.find(session);

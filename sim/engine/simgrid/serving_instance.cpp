@@ -14,8 +14,7 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
       blocking_transfers_(config.blocking_transfers),
       platform_(platform),
       stores_(platform, transfers_),
-      heat_(cost.step_costs() && cost.step_costs()->throttle ? *cost.step_costs()->throttle
-                                                             : PowerThrottle{}),
+      heat_(cost.throttle().value_or(PowerThrottle{})),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
 
 // The step's compute at the GPU's present heat (the time since the last step cooled it), then its
