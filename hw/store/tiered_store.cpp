@@ -31,23 +31,22 @@ int64_t dram_pages(const std::vector<TierSpec>& tiers, const TieredStoreOptions&
 }  // namespace
 
 std::vector<TierSpec> load_store_tiers(const std::string& spec, const ModelCard& model, int64_t block_tokens) {
-  const ConfigNode root = load_tier_file(spec);
-  std::vector<TierSpec> tiers = parse_tiers(root.child("tiers"), model, block_tokens);
-  const std::vector<ConfigNode> elements = root.child("tiers").elements();
+  const FileTiers file = parse_tier_file(load_tier_file(spec), model, block_tokens);
+  const std::vector<TierSpec>& tiers = file.tiers;
   for (size_t t = 1; t < tiers.size(); ++t) {
     if (tiers[t].medium == Medium::kRemote) {
-      elements[t].child("medium").fail("the hardware mode's store has no remote pool; use dram or nvme");
+      file.medium_keys[t].fail("the hardware mode's store has no remote pool; use dram or nvme");
     }
     const std::string problem = lower_layout_problem(tiers[0].layout, tiers[t].layout, model.head_dim);
-    if (!problem.empty()) elements[t].child("kv").fail(problem);
+    if (!problem.empty()) file.kv_keys[t].fail(problem);
     if (t > 1 && tiers[t].layout != tiers[1].layout) {
-      elements[t].child("kv").fail("the tiers below HBM move pages between them unchanged, so they need one "
-                                   "layout, " + tiers[1].layout.name);
+      file.kv_keys[t].fail("the tiers below HBM move pages between them unchanged, so they need one layout, " +
+                           tiers[1].layout.name);
     }
   }
   const auto by_medium = [](const TierSpec& a, const TierSpec& b) { return a.medium < b.medium; };
   if (!std::is_sorted(tiers.begin(), tiers.end(), by_medium)) {
-    root.child("tiers").fail("expected the store's order: hbm, then dram, then nvme");
+    file.hierarchy.fail("expected the store's order: hbm, then dram, then nvme");
   }
   return tiers;
 }

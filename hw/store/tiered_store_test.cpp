@@ -312,6 +312,25 @@ TEST(LoadStoreTiers, RefusesWhatTheStoreCannotBackAtTheKey) {
   EXPECT_EQ(load_error(order), order + ":2:3: tiers: expected the store's order: hbm, then dram, then nvme");
 }
 
+// An LMCache configuration is a tier file too: what the store cannot back is refused at LMCache's key.
+TEST(LoadStoreTiers, ReadsAnLmcacheConfiguration) {
+  const std::string lmcache = tier_file("kvtier-store-lmcache.yaml",
+                                        "chunk_size: 16\nmax_local_cpu_size: 0.5\n"
+                                        "extra_config: {kvtier_hbm: {capacity_blocks: 8, kv: int4}}\n");
+  const std::vector<TierSpec> tiers =
+      load_store_tiers(lmcache, parse_model_card(load_config("llama-3.1-8b", "models")), 16);
+  ASSERT_EQ(tiers.size(), 2u);
+  EXPECT_EQ(tiers[1].medium, Medium::kDram);
+  EXPECT_EQ(tiers[1].bytes_per_block(), 16 * 40960);  // HBM's int4 layout, unchanged below it
+  EXPECT_EQ(tiers[1].capacity_blocks(), 819);         // 2^29 B / 655,360 B = 819.2
+  const std::string remote = tier_file("kvtier-store-lmcache-remote.yaml",
+                                       "chunk_size: 16\nremote_url: lm://pool:65432\n"
+                                       "extra_config: {kvtier_hbm: {capacity_blocks: 8, kv: bf16},"
+                                       " kvtier_remote: {capacity: 1TiB}}\n");
+  EXPECT_EQ(load_error(remote),
+            remote + ":2:13: remote_url: the hardware mode's store has no remote pool; use dram or nvme");
+}
+
 // A group of int4 values must divide a record (one head's K or V): int4-g128 packs heads of 128, not 64.
 TEST(LowerLayoutProblem, AGroupMustDivideARecord) {
   const ModelCard llama = parse_model_card(load_config("llama-3.1-8b", "models"));

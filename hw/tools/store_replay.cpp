@@ -112,7 +112,10 @@ bool ReplayReport::hits_agree() const {
   return model.requests == requests;
 }
 
-ReplayReport run_replay(const ReplayOptions& o, const DevicePagesMaker& make_device) {
+ReplayReport run_replay(const ReplayOptions& options, const DevicePagesMaker& make_device) {
+  // An LMCache tier file's chunk_size is the block size unless --block-tokens says otherwise.
+  ReplayOptions o = options;
+  if (o.block_tokens == 0) o.block_tokens = load_tier_file(o.tiers).block_tokens.value_or(0);
   const ModelCard model = parse_model_card(load_config(o.model, "models"));
   const LoadedRequests loaded = load_requests(o);
   ReplayReport report;

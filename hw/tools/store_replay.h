@@ -30,7 +30,8 @@ struct ReplayOptions {
   std::string trace_format = "auto";
   std::string model = "llama-3.1-8b";
   std::string tiers = "replay-small";  // a tier file or a name in configs/tiers, as `kvtier hitrate --tiers`
-  int64_t block_tokens = 0;  // 0: the trace's own (512 Mooncake, 16 Bailian, 256 native)
+  // 0: an LMCache tier file's chunk_size, else the trace's own (512 Mooncake, 16 Bailian, 256 native)
+  int64_t block_tokens = 0;
   int64_t spare_blocks = 64;  // per tier, beyond its capacity, so that copies batch (tiered_store.h)
   std::string directory = ".";
   int64_t requests = 200;  // 0: all

@@ -149,5 +149,31 @@ TEST(StoreReplay, VerifiesInt4DramAndNvme) {
   EXPECT_EQ(WatchingPages::largest_file_bytes, kStoreHeaderBytes + kInt4BlockBytes * (12 + kSpare));
 }
 
+// An LMCache configuration as the tier file: its chunk_size (16) is the block size when --block-tokens is
+// left at 0, and its CPU buffer (0.0234375 GB = 24 MiB, 12 blocks of 2 MiB, the three prompts) and disk
+// (the same) are both written through from HBM, pages the store copies unchanged. The CPU buffer, first
+// below HBM and holding every prompt, serves every hit.
+TEST(StoreReplay, VerifiesAnLmcacheConfiguration) {
+  const ReplayDirectory dir("lmcache");
+  const fs::path file = dir.path() / "lmcache.yaml";
+  std::ofstream(file) << "chunk_size: 16\nlocal_cpu: true\nmax_local_cpu_size: 0.0234375\n"
+                         "local_disk: file:///unused/\nmax_local_disk_size: 0.0234375\n"
+                         "extra_config: {kvtier_hbm: {capacity_blocks: 4, kv: bf16}}\n";
+  ReplayOptions options = verifying_replay(dir, file.string());
+  options.block_tokens = 0;
+  const ReplayReport report = replay_on_cpu(options);
+  EXPECT_EQ(report.block_tokens, 16);
+  EXPECT_EQ(report.page_bytes, kBf16BlockBytes);
+  ASSERT_EQ(report.tiers.size(), 3u);
+  EXPECT_EQ(report.tiers[1].capacity_blocks(), 12);
+  EXPECT_EQ(report.tiers[2].capacity_blocks(), 12);
+  EXPECT_EQ(report.verified_blocks, kRequests * 4);
+  EXPECT_EQ(report.mismatched_blocks, 0);
+  EXPECT_TRUE(report.hits_agree());
+  EXPECT_EQ(report.store_hits[1].blocks, (kRequests - 3) * 4);  // every request after the first three
+  EXPECT_EQ(report.events.flow(CacheEventKind::kWriteThrough, 0, 1).blocks, 12);
+  EXPECT_EQ(report.events.flow(CacheEventKind::kWriteThrough, 0, 2).blocks, 12);
+}
+
 }  // namespace
 }  // namespace kvtier::hw

@@ -3,6 +3,7 @@
 #include <map>
 #include <set>
 
+#include "sim/cache/lmcache_config.h"
 #include "sim/core/checked_math.h"
 #include "sim/core/config_files.h"
 
@@ -109,17 +110,24 @@ std::optional<LoadPath> load_path_on(const HardwareConfig& hardware, const Confi
                             std::string(medium_name(medium)) + " tier");
 }
 
+// `medium`, when given, is the tier's medium, and the map has no `medium` key; `given_layout` is its
+// layout, and the map has no `kv` key.
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
-                    const std::optional<int64_t>& given_capacity_bytes) {
+                    const std::optional<int64_t>& given_capacity_bytes, std::optional<Medium> medium = {},
+                    const std::optional<KvLayout>& given_layout = {}) {
   node.allow_keys({"medium", "name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy",
                    "prefix_aware", "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
   TierSpec tier;
-  tier.medium = parse_tier_medium(node, index);
+  tier.medium = medium ? *medium : parse_tier_medium(node, index);
   tier.name = node.string("name", medium_name(tier.medium));
   tier.block_tokens = block_tokens;
-  ConfigNode kv = node.child("kv");
-  tier.layout =
-      build_layout(model, parse_precision_map(kv), kv.is_scalar() ? kv.as_string() : tier.name + ".kv");
+  if (given_layout) {
+    tier.layout = *given_layout;
+  } else {
+    ConfigNode kv = node.child("kv");
+    tier.layout =
+        build_layout(model, parse_precision_map(kv), kv.is_scalar() ? kv.as_string() : tier.name + ".kv");
+  }
   tier.capacity_bytes = given_capacity_bytes ? *given_capacity_bytes
                                              : parse_capacity_bytes(node, tier.bytes_per_block(), block_tokens);
   if (node.has("policy")) parse_policy_key(node.child("policy"), tier);
@@ -141,7 +149,8 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 }  // namespace
 
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
-                                  std::optional<int64_t> tier0_capacity_bytes, const HardwareConfig* hardware) {
+                                  std::optional<int64_t> tier0_capacity_bytes, const HardwareConfig* hardware,
+                                  const std::optional<KvLayout>& tier0_layout) {
   if (block_tokens <= 0) throw ConfigError(tiers.file() + ": block size must be positive to size the tiers");
   if (!tiers.is_sequence()) tiers.fail("expected a list of tiers, fastest first");
   std::vector<ConfigNode> elements = tiers.elements();
@@ -152,7 +161,8 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
   const std::optional<int64_t> from_keys;
   std::map<Medium, size_t> tier_of_medium;
   for (size_t i = 0; i < elements.size(); ++i) {
-    specs.push_back(parse_tier(elements[i], i, model, block_tokens, i == 0 ? tier0_capacity_bytes : from_keys));
+    specs.push_back(parse_tier(elements[i], i, model, block_tokens, i == 0 ? tier0_capacity_bytes : from_keys,
+                               std::nullopt, i == 0 ? tier0_layout : std::nullopt));
     TierSpec& tier = specs.back();
     auto [first, inserted] = tier_of_medium.emplace(tier.medium, i);
     if (!inserted) {
@@ -166,10 +176,28 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
   return specs;
 }
 
-ConfigNode load_tier_file(const std::string& spec) {
+TierSpec parse_hbm_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens) {
+  if (!node.is_map()) node.fail("expected a map of the HBM tier's keys (capacity, kv, policy, ...)");
+  if (node.has("medium")) node.child("medium").fail("this is the HBM tier (tier 0); it takes no medium");
+  return parse_tier(node, 0, model, block_tokens, std::nullopt, Medium::kHbm);
+}
+
+TierFile load_tier_file(const std::string& spec) {
   ConfigNode root = load_config(spec, "configs/tiers");
+  if (!root.has("tiers") && is_lmcache_config(root)) return {root, true, lmcache_chunk_tokens(root)};
   root.allow_keys({"tiers"});
-  return root;
+  return {root, false, std::nullopt};
+}
+
+FileTiers parse_tier_file(const TierFile& file, const ModelCard& model, int64_t block_tokens) {
+  if (file.lmcache) return parse_lmcache_tiers(file.root, model, block_tokens);
+  ConfigNode list = file.root.child("tiers");
+  FileTiers out{parse_tiers(list, model, block_tokens), {}, {}, list};
+  for (const ConfigNode& element : list.elements()) {
+    out.medium_keys.push_back(element.child("medium"));
+    out.kv_keys.push_back(element.child("kv"));
+  }
+  return out;
 }
 
 TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes,

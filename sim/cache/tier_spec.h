@@ -71,15 +71,42 @@ struct TierSpec {
 // is tier 0's capacity (a scenario sizes HBM from what the weights leave; REQUIRES: tier 0 then names no
 // capacity key, which the caller rejects in its own words). `hardware`, when given, is the node (with the
 // GPUs that load) the tiers live on: every medium must exist on it, and each lower tier gets its load_path.
+// `tier0_layout`, when given, is tier 0's KV layout (a scenario's instance.kv_cache_dtype; REQUIRES: tier 0
+// then has no kv key, which the caller rejects in its own words).
 // Throws ConfigError located at the offending key.
 // `policy` is a name or a map {name, move_to_main_threshold}; every tier takes `recency_order`.
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
                                   std::optional<int64_t> tier0_capacity_bytes = std::nullopt,
-                                  const HardwareConfig* hardware = nullptr);
+                                  const HardwareConfig* hardware = nullptr,
+                                  const std::optional<KvLayout>& tier0_layout = std::nullopt);
 
-// A tier file, by path or built-in name (configs/tiers): a map with the one key `tiers`, for parse_tiers.
-// `kvtier hitrate --tiers` and `kvtier-hw replay --tiers` read the same files.
-ConfigNode load_tier_file(const std::string& spec);
+// Tier 0 from a map of tier-0 keys without `medium` (it is hbm): name, capacity (or capacity_tokens,
+// capacity_blocks), kv, policy, prefix_aware, recency_order. An LMCache file's extra_config.kvtier_hbm.
+TierSpec parse_hbm_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens);
+
+// A tier file, by path or built-in name (configs/tiers): kvtier's own, a map with the one key `tiers` (for
+// parse_tiers), or an LMCache configuration (lmcache_config.h), told apart by that key: a file without
+// `tiers` that has LMCache's keys is LMCache's. `kvtier hitrate --tiers` and `kvtier-hw replay --tiers` read
+// the same files.
+struct TierFile {
+  ConfigNode root;
+  bool lmcache = false;
+  // The block size the file sets: an LMCache file's chunk_size (LMCache's default, 256, when absent).
+  // kvtier's files have none; their tiers take the caller's.
+  std::optional<int64_t> block_tokens;
+};
+TierFile load_tier_file(const std::string& spec);
+
+// A tier file's tiers, and for each the keys an error found after parsing names (the hardware store's).
+struct FileTiers {
+  std::vector<TierSpec> tiers;
+  std::vector<ConfigNode> medium_keys;  // what chose each tier's medium: tiers[t].medium, or LMCache's key
+  std::vector<ConfigNode> kv_keys;      // what chose each tier's layout: tiers[t].kv, or the HBM tier's kv
+  ConfigNode hierarchy;                 // the whole list: `tiers`, or the LMCache file
+};
+// The tiers of `file` in blocks of `block_tokens`. Throws ConfigError located at the offending key; for an
+// LMCache file also when block_tokens is not its chunk_size (kvtier has one block size for every tier).
+FileTiers parse_tier_file(const TierFile& file, const ModelCard& model, int64_t block_tokens);
 
 // A one-tier hierarchy: `capacity_bytes` of `layout` under `policy`, the fast mode's single-cache case.
 TierSpec single_tier(const KvLayout& layout, int64_t block_tokens, int64_t capacity_bytes, PolicyKind policy);

@@ -282,5 +282,36 @@ TEST(CliNumbersBinary, TierCapacityBelowTheLimitCountsBlocks) {
   EXPECT_EQ(run["hit_tokens"], 1024);
 }
 
+// The built-in LMCache example as the tier file: the trace's 512-token blocks are re-blocked to its
+// chunk_size, 256, and Llama-3.1-8B's 32 MiB bf16 chunks fill 10 GiB of HBM with 320, LMCache's 20 GB
+// (20 x 2^30 B) of CPU buffer with 640 and 100 GB of disk with 3,200. The second request hits its four
+// blocks in HBM.
+TEST(CliNumbersBinary, HitrateReadsAnLmcacheConfiguration) {
+  CliResult r = run_kvtier("hitrate --trace " + two_request_trace() +
+                           " --model llama-3.1-8b --tiers lmcache-example --format json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["trace"]["block_tokens"], 256);
+  const auto& run = out["runs"][0];
+  ASSERT_EQ(run["tiers"].size(), 3u);
+  EXPECT_EQ(run["tiers"][0]["name"], "hbm");
+  EXPECT_EQ(run["tiers"][1]["name"], "dram");
+  EXPECT_EQ(run["tiers"][2]["name"], "nvme");
+  EXPECT_EQ(run["tiers"][0]["capacity_blocks"], 320);
+  EXPECT_EQ(run["tiers"][1]["capacity_bytes"], int64_t{20} << 30);
+  EXPECT_EQ(run["tiers"][1]["capacity_blocks"], 640);
+  EXPECT_EQ(run["tiers"][2]["capacity_blocks"], 3200);
+  EXPECT_EQ(run["hit_tokens"], 1024);
+
+  r = run_kvtier("hitrate --trace " + two_request_trace() +
+                 " --model llama-3.1-8b --tiers lmcache-example --block-tokens 512");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(
+      first_line(r.out),
+      "kvtier: configs/tiers/lmcache-example.yaml (built in):5:13: chunk_size: LMCache stores chunks of 256 "
+      "tokens, and kvtier has one block size for every tier, but the blocks here are 512 tokens; leave "
+      "--block-tokens out (the chunk size is then the block size) or give --block-tokens 256");
+}
+
 }  // namespace
 }  // namespace kvtier

@@ -249,9 +249,9 @@ void print_replay(const nlohmann::json& run, int64_t total_tokens) {
   traffic.print(std::cout);
 }
 
-void run_tiers(const HitrateOptions& o, const LoadedTrace& trace, const ModelCard& model) {
-  ConfigNode root = load_tier_file(o.tiers);
-  std::vector<TierSpec> tiers = parse_tiers(root.child("tiers"), model, trace.block_tokens);
+void run_tiers(const HitrateOptions& o, const LoadedTrace& trace, const ModelCard& model,
+               const TierFile& file) {
+  std::vector<TierSpec> tiers = parse_tier_file(file, model, trace.block_tokens).tiers;
   std::vector<std::vector<TierSpec>> runs;
   if (o.policies.empty()) runs.push_back(tiers);
   for (PolicyKind policy : parse_policies(o.policies)) {
@@ -286,12 +286,15 @@ void run_hitrate(const HitrateOptions& o) {
   if (!o.plot.empty() && !single)
     throw ConfigError("hitrate: --plot draws capacity curves; it needs capacities");
   ModelCard model = parse_model_card(load_config(o.model, "models"));
-  LoadedTrace trace = load_trace(o);
   if (single) {
-    run_curves(o, trace, model);
-  } else {
-    run_tiers(o, trace, model);
+    run_curves(o, load_trace(o), model);
+    return;
   }
+  // An LMCache file's chunk_size is the block size unless --block-tokens says otherwise.
+  const TierFile file = load_tier_file(o.tiers);
+  HitrateOptions read = o;
+  if (read.block_tokens == 0 && file.block_tokens) read.block_tokens = *file.block_tokens;
+  run_tiers(o, load_trace(read), model, file);
 }
 
 void add_hitrate_command(CLI::App& app) {
@@ -303,7 +306,9 @@ void add_hitrate_command(CLI::App& app) {
       ->add_option("--trace-format", o->trace_format,
                    "mooncake, bailian, native or auto (from the first line)")
       ->capture_default_str();
-  command->add_option("--block-tokens", o->block_tokens, "Re-block the trace to this size (default: its own)")
+  command
+      ->add_option("--block-tokens", o->block_tokens,
+                   "Re-block the trace to this size (default: its own, or an LMCache tier file's chunk_size)")
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--skip-bad-lines", o->skip_bad_lines,
                     "Skip malformed lines and count them (default: stop)");
@@ -319,7 +324,8 @@ void add_hitrate_command(CLI::App& app) {
   command
       ->add_option("--capacity", o->capacity_bytes, "Cache capacities in bytes with units, e.g. 40GiB,80GiB")
       ->delimiter(',');
-  command->add_option("--tiers", o->tiers, "Tier hierarchy file or built-in name (configs/tiers)");
+  command->add_option("--tiers", o->tiers,
+                      "Tier hierarchy file or built-in name (configs/tiers), kvtier's or an LMCache config");
   command
       ->add_option("--policy", o->policies,
                    "lru, lfu, arc, s3fifo (comma list); with --tiers, for every tier")
