@@ -4,7 +4,7 @@
 // (4-bit) group's pages have different sizes and strides. Moving a block of tokens to the host means
 // collecting that block's page from every group into one contiguous staging buffer (gather), and a
 // reload does the reverse (scatter), so that the host side makes one large copy instead of one per page
-// (one copy per 16 KiB page is 7x slower: facts.md).
+// (one copy per 16 KiB page is 7x slower on the H200: docs/hardware-mode.md).
 //
 // Staging layout (page-major): the i-th listed page occupies bytes [i * S, (i + 1) * S) of the staging
 // buffer, S = staged_page_bytes(groups), and within it the groups follow in order, group g at offset

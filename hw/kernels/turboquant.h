@@ -1,6 +1,7 @@
 // TurboQuant 4-bit: the packed per-token, per-KV-head slot that vLLM's turboquant_4bit_nc preset stores.
 //
-// Slot layout (facts.md), d = head_dim, all fields little-endian, padded with zero bytes to slot_bytes:
+// Slot layout (vLLM's, docs/cost-model.md), d = head_dim, all fields little-endian, padded with zero bytes to
+// slot_bytes:
 //   [K indices: d/2 bytes | K norm: fp16 | V data: d/2 bytes | V scale: fp16 | V zero: fp16 | padding]
 // Two 4-bit values per byte, the even element in the low nibble.
 //

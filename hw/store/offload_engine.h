@@ -2,9 +2,9 @@
 //
 // Offload gathers a chunk of pages from every layer-group pool into a device staging buffer with one
 // kernel, then moves the whole chunk to the host with one copy (a 2D copy when host pages are padded
-// to 4 KiB), instead of one copy per page (7x slower at 16 KiB: facts.md). Reload is the mirror:
-// one host-to-device copy per chunk, then one scatter kernel. Each direction has two staging buffers
-// and its own kernel stream and copy stream, linked by events, so the gather of chunk i+1 runs while
+// to 4 KiB), instead of one copy per page (7x slower at 16 KiB on the H200: docs/hardware-mode.md). Reload is
+// the mirror: one host-to-device copy per chunk, then one scatter kernel. Each direction has two staging
+// buffers and its own kernel stream and copy stream, linked by events, so the gather of chunk i+1 runs while
 // chunk i crosses PCIe, and an offload and a reload issued together use both DMA directions at once.
 //
 // Calls enqueue work and return; synchronize() waits. Compute can be overlapped through events:

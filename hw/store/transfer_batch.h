@@ -2,11 +2,11 @@
 // before another copy may join it.
 //
 // Cache events come in causal order: "Y's HBM page was offloaded, then X was reloaded into it". Running
-// them one at a time is correct but slow (one copy per page is 7x slower than a batched one: facts.md),
-// and batching by kind is fast but may run a read of a slot after a write that came later. A batch runs
-// its copies in a fixed order of paths (TransferPath: HBM->host, NVMe->host, host->host, host->NVMe,
-// host->HBM; erasing NVMe keys last), so a copy may join it when every earlier copy touching the same
-// slot, with one of the two writing, runs in an earlier path. Otherwise the batch runs first. Within a
+// them one at a time is correct but slow (one copy per page is 7x slower than a batched one:
+// docs/hardware-mode.md), and batching by kind is fast but may run a read of a slot after a write that came
+// later. A batch runs its copies in a fixed order of paths (TransferPath: HBM->host, NVMe->host, host->host,
+// host->NVMe, host->HBM; erasing NVMe keys last), so a copy may join it when every earlier copy touching the
+// same slot, with one of the two writing, runs in an earlier path. Otherwise the batch runs first. Within a
 // path, copies touch distinct slots (or only read a shared one) and can go in any order, batched.
 //
 // Slots are HBM page ids, host page addresses (DRAM pool and staging pages alike) and NVMe keys.

@@ -22,6 +22,7 @@
 #include "hw/tools/breakeven_probe.h"
 #include "hw/tools/hw_commands.h"
 #include "hw/tools/tool_support.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/config_files.h"
 
 namespace kvtier::hw {
@@ -202,9 +203,11 @@ void add_breakeven_command(CLI::App& app) {
   sweep->excludes(contexts);
   command->add_option("--new-tokens", a->new_tokens, "New (uncached) tokens after the prefix")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   command->add_option("--block-tokens", a->block_tokens, "Tokens per block of the store")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::Range(1, 1 << 16));
   command->add_option("--repeats", a->repeats, "Measurements per point (the median is kept)")
       ->capture_default_str()

@@ -17,6 +17,7 @@
 #include "hw/tools/kernel_probe.h"
 #include "hw/tools/step_probe.h"
 #include "hw/tools/tool_support.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/config_files.h"
 #include "sim/core/model_card.h"
 #include "sim/core/units.h"
@@ -161,6 +162,7 @@ void add_calibrate_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--tokens", arguments->tokens, "Prefill tokens per GEMM")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::PositiveNumber);
   command->add_option("--copy-sizes", arguments->copy_sizes, "Host<->device copy sizes")
       ->capture_default_str();
@@ -172,9 +174,12 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag(
       "--steps", arguments->steps,
       "Time forward-pass steps (prefill, decode, mixed) and fit the cost model's serving step costs");
-  command->add_option("--step-block-tokens", arguments->step_block_tokens,
-                      "Tokens per KV page of the steps --steps times (the serving scenarios' cache.block_tokens)")
+  command
+      ->add_option(
+          "--step-block-tokens", arguments->step_block_tokens,
+          "Tokens per KV page of the steps --steps times (the serving scenarios' cache.block_tokens)")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16));
   command->add_option("--step-model", arguments->step_model, "Model card whose forward pass --steps times")
       ->capture_default_str();

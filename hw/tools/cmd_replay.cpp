@@ -4,10 +4,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "hw/tools/hw_commands.h"
 #include "hw/gpu/check.h"
+#include "hw/tools/hw_commands.h"
 #include "hw/tools/store_replay.h"
 #include "hw/tools/tool_support.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/units.h"
 
 namespace kvtier::hw {
@@ -160,6 +161,7 @@ void add_replay_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--block-tokens", o.block_tokens, "Tokens per block (0: the trace's own)")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command->add_option("--spare-blocks", o.spare_blocks, "Pages per tier beyond its capacity, for batching")
       ->capture_default_str()

@@ -3,10 +3,11 @@
 #include <memory>
 #include <stdexcept>
 
-#include "hw/tools/hw_commands.h"
 #include "hw/gpu/check.h"
+#include "hw/tools/hw_commands.h"
 #include "hw/tools/roundtrip.h"
 #include "hw/tools/tool_support.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/units.h"
 
 namespace kvtier::hw {
@@ -74,6 +75,7 @@ void add_roundtrip_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--block-tokens", arguments->options.block_tokens, "Tokens per page")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::PositiveNumber);
   command->add_option("--pages", arguments->options.pages, "Pages sent through the tiers")
       ->capture_default_str()

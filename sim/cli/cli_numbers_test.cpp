@@ -156,7 +156,45 @@ TEST(CliNumbersBinary, UsageErrorsExitTwoWithPlainMessages) {
   EXPECT_EQ(first_line(r.out), "kvtier: unknown command 'simulat' (did you mean simulate?)");
   r = run_kvtier("kv --help");
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.out.find("--block-tokens INT:POSITIVE"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--block-tokens N=256 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--format table|json "), std::string::npos) << r.out;
+}
+
+// --help speaks the user's terms: no CLI11 type names, validator names, enum maps or flag defaults.
+TEST(CliNumbersBinary, HelpShowsNoCli11Internals) {
+  for (std::string command : {"", "kv", "breakeven", "trace", "trace stats", "trace convert",
+                              "trace generate", "hitrate", "simulate", "validate"}) {
+    CliResult r = run_kvtier(command + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command;
+    for (std::string internal :
+         {"INT", "UINT", "FLOAT", "ENUM", "POSITIVE", "NONNEGATIVE", "{false}", "{true}", "->"}) {
+      EXPECT_EQ(r.out.find(internal), std::string::npos) << command << ": " << internal << "\n" << r.out;
+    }
+  }
+}
+
+TEST(CliNumbersBinary, VersionPrintsTheProjectVersion) {
+  CliResult r = run_kvtier("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, std::string("kvtier ") + KVTIER_VERSION + "\n");
+}
+
+// Token and block counts take K and M (1,024 and 1,048,576) wherever a command reads one.
+TEST(CliNumbersBinary, TokenCountsTakeSizeSuffixes) {
+  const std::string hitrate =
+      "hitrate --trace traces/mooncake-conversation-first2000.jsonl --model llama-3.1-8b"
+      " --format json ";
+  CliResult suffixed = run_kvtier(hitrate + "--capacity-tokens 100K,1M --block-tokens 1K");
+  CliResult plain = run_kvtier(hitrate + "--capacity-tokens 102400,1048576 --block-tokens 1024");
+  ASSERT_EQ(suffixed.exit_code, 0) << suffixed.out;
+  EXPECT_EQ(suffixed.out, plain.out);
+  CliResult kv = run_kvtier("kv --model llama-3.1-8b --kv bf16 --block-tokens 1K --format json");
+  ASSERT_EQ(kv.exit_code, 0) << kv.out;
+  EXPECT_EQ(nlohmann::json::parse(kv.out)[0]["layouts"][0]["block_tokens"], 1024) << kv.out;
+  CliResult bad = run_kvtier(hitrate + "--capacity-tokens 100X");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(first_line(bad.out),
+            "kvtier: --capacity-tokens: expected a positive token count such as 4096 or 32K, got '100X'");
 }
 
 TEST(CliNumbersBinary, NanPrefillRateIsRefused) {

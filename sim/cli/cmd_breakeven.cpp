@@ -4,11 +4,12 @@
 #include <iostream>
 #include <optional>
 
+#include "sim/cli/commands.h"
+#include "sim/cli/output.h"
 #include "sim/core/breakeven.h"
 #include "sim/core/calibration.h"
-#include "sim/cli/commands.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/config_files.h"
-#include "sim/cli/output.h"
 #include "sim/core/token_count.h"
 #include "validate/compare/breakeven_check.h"
 
@@ -27,8 +28,11 @@ struct BreakevenOptions {
   OutputFormat format = OutputFormat::kTable;
 };
 
+// "18.4x load", "4 % recompute", "tie": who wins and by how much.
 std::string verdict(double speedup) {
-  return speedup >= 1 ? fixed("%.1fx load", speedup) : fixed("%.1fx recompute", 1 / speedup);
+  std::string by = format_margin(speedup >= 1 ? speedup : 1 / speedup);
+  if (by == "the same") return "tie";
+  return by + (speedup >= 1 ? " load" : " recompute");
 }
 
 struct Analysis {
@@ -112,9 +116,12 @@ void print_table(const Analysis& a, const BreakevenOptions& options, const std::
     table.print(std::cout);
     const BreakevenPoint& headline = row.points[row.points.size() / 2];
     for (const PathVerdict& v : headline.paths) {
-      std::cout << v.path << ": " << (v.speedup >= 1 ? "load" : "recompute") << " wins by "
-                << fixed("%.1f", v.speedup >= 1 ? v.speedup : 1 / v.speedup) << "x at "
-                << token_count(headline.prefix_tokens) << " tokens\n";
+      std::string by = format_margin(v.speedup >= 1 ? v.speedup : 1 / v.speedup);
+      std::cout << v.path << ": "
+                << (by == "the same"
+                        ? "load and recompute take the same time"
+                        : (v.speedup >= 1 ? "load" : "recompute") + std::string(" wins by ") + by)
+                << " at " << token_count(headline.prefix_tokens) << " tokens\n";
     }
   }
 }
@@ -232,6 +239,7 @@ void add_breakeven_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--new-tokens", options->new_tokens, "New (uncached) tokens in the turn")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::PositiveNumber);
   add_format_option(*command, options->format);
   command->callback([options, model, hardware, rate] {

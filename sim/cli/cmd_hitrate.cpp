@@ -4,14 +4,15 @@
 #include <iostream>
 #include <limits>
 
-#include "sim/core/checked_math.h"
-#include "sim/cli/commands.h"
-#include "sim/core/config_files.h"
-#include "sim/cache/hit_rate.h"
 #include "sim/app/hit_rate_plot.h"
+#include "sim/cache/hit_rate.h"
+#include "sim/cli/commands.h"
 #include "sim/cli/output.h"
-#include "sim/workload/trace_reader.h"
+#include "sim/core/checked_math.h"
+#include "sim/core/cli_help.h"
+#include "sim/core/config_files.h"
 #include "sim/core/units.h"
+#include "sim/workload/trace_reader.h"
 
 namespace kvtier {
 namespace {
@@ -309,6 +310,7 @@ void add_hitrate_command(CLI::App& app) {
   command
       ->add_option("--block-tokens", o->block_tokens,
                    "Re-block the trace to this size (default: its own, or an LMCache tier file's chunk_size)")
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command->add_flag("--skip-bad-lines", o->skip_bad_lines,
                     "Skip malformed lines and count them (default: stop)");
@@ -317,9 +319,11 @@ void add_hitrate_command(CLI::App& app) {
       ->capture_default_str();
   command->add_option("--capacity-tokens", o->capacity_tokens, "Cache capacities in tokens (comma list)")
       ->delimiter(',')
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command->add_option("--capacity-blocks", o->capacity_blocks, "Cache capacities in blocks (comma list)")
       ->delimiter(',')
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command
       ->add_option("--capacity", o->capacity_bytes, "Cache capacities in bytes with units, e.g. 40GiB,80GiB")

@@ -1,10 +1,12 @@
 // `kvtier kv`: the KV layout of a model under one or more precision presets.
+#include <cmath>
 #include <iostream>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/output.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/config_files.h"
 #include "sim/core/kv_layout.h"
-#include "sim/cli/output.h"
 #include "sim/core/units.h"
 
 namespace kvtier {
@@ -13,7 +15,7 @@ namespace {
 struct KvOptions {
   std::vector<std::string> models;
   std::vector<std::string> layouts;
-  int64_t block_tokens = 512;
+  int64_t block_tokens = kDefaultBlockTokens;
   OutputFormat format = OutputFormat::kTable;
 };
 
@@ -49,6 +51,13 @@ nlohmann::json layout_json(const ModelCard& model, const KvLayout& layout, int64
           {"groups", groups}};
 }
 
+// "3.19x smaller than bf16", "the size of bf16", "2.00x larger than bf16".
+std::string size_against_bf16(double compression) {
+  if (std::abs(compression - 1) < 0.005) return "the size of bf16";
+  if (compression > 1) return format_ratio(compression) + " smaller than bf16";
+  return format_ratio(1 / compression) + " larger than bf16";
+}
+
 void print_layout(const ModelCard& model, const KvLayout& layout, int64_t block_tokens) {
   std::cout << model.name << ", KV layout " << layout.name << "\n";
   Table table({"layers", "encoding", "bytes/token/layer", "bytes/token"});
@@ -61,8 +70,8 @@ void print_layout(const ModelCard& model, const KvLayout& layout, int64_t block_
   std::cout << "total " << with_commas(layout.bytes_per_token()) << " B/token ("
             << format_bytes(static_cast<double>(layout.bytes_per_token())) << "), "
             << format_bytes(static_cast<double>(layout.bytes_per_block(block_tokens))) << " per "
-            << block_tokens << "-token block, " << fixed("%.2f", layout.compression_vs_bf16(model))
-            << "x smaller than bf16\n\n";
+            << with_commas(block_tokens) << "-token block, "
+            << size_against_bf16(layout.compression_vs_bf16(model)) << "\n\n";
 }
 
 struct ModelLayouts {
@@ -111,6 +120,7 @@ void add_kv_command(CLI::App& app) {
       ->delimiter(',');
   command->add_option("--block-tokens", options->block_tokens, "Tokens per cache block")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::PositiveNumber);
   add_format_option(*command, options->format);
   command->callback([options] { run_kv(*options); });

@@ -8,16 +8,17 @@
 #include <iostream>
 #include <thread>
 
-#include "sim/core/checked_file.h"
+#include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
+#include "sim/cli/output.h"
+#include "sim/cli/run_folder.h"
+#include "sim/cli/simulation_report.h"
+#include "sim/cli/staged_output.h"
+#include "sim/core/checked_file.h"
 #include "sim/core/config_files.h"
 #include "sim/engine/isolated_run.h"
-#include "sim/app/plot_runner.h"
-#include "sim/cli/output.h"
-#include "sim/cli/staged_output.h"
 #include "sim/engine/preflight.h"
 #include "sim/engine/simulation.h"
-#include "sim/cli/simulation_report.h"
 
 namespace kvtier {
 namespace {
@@ -33,7 +34,7 @@ struct SimulateOptions {
   bool force = false;
   bool allow_huge = false;
   int jobs = 0;
-  bool plots = true;
+  bool no_plots = false;
   OutputFormat format = OutputFormat::kTable;
 };
 
@@ -77,10 +78,6 @@ std::string command_line(const SimulateOptions& o) {
   return line;
 }
 
-std::string default_out_dir(const std::string& scenario) {
-  return "results/runs/" + std::filesystem::path(scenario).stem().string();
-}
-
 // The plot script's exit status is not the whole story: an interpreter that runs nothing exits 0.
 void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
   std::vector<std::string> args{dir};
@@ -108,8 +105,8 @@ nlohmann::json write_results(const SimulateOptions& options, const std::vector<S
   for (size_t i = 0; i < runs.size(); ++i)
     result["variants"].push_back({{"name", names[i]}, {"summary", summaries[i]}});
   write_checked_file(dir + "/summary.json", result.dump(2) + "\n");
-  if (options.plots) draw_plots(dir, names);
-  write_checked_file(dir + "/report.md", markdown_report(result, options.plots));
+  if (!options.no_plots) draw_plots(dir, names);
+  write_checked_file(dir + "/report.md", markdown_report(result, !options.no_plots));
   return result;
 }
 
@@ -132,9 +129,14 @@ std::string without_trailing_slashes(std::string path) {
 void run_simulate(const SimulateOptions& options, const std::string& command_line) {
   ConfigNode root = load_config(options.scenario, "configs/scenarios");
   std::vector<ScenarioRun> runs = plan(options, root);
-  std::string out = options.out.empty() ? default_out_dir(options.scenario) : options.out;
-  // The default folder is kvtier's own: an earlier run's results there are replaced without --force.
-  OutputTarget target = check_output_target(out, options.force || options.out.empty());
+  std::string out = options.out;
+  bool replace = options.force;
+  if (out.empty()) {
+    RunFolder folder = default_run_folder(options.scenario, options.trace, command_line);
+    out = folder.path.string();
+    replace = folder.replaces_earlier;
+  }
+  OutputTarget target = check_output_target(out, replace);
   nlohmann::json result;
   TerminationSignals signals;
   try {
@@ -160,10 +162,12 @@ void add_simulate_command(CLI::App& app) {
   command->add_option("--trace", options->trace,
                       "Replay this trace file open-loop instead of the workload (- reads standard input)");
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
-  command->add_option("--out", options->out,
-                      "Output folder (default: results/runs/<scenario>, replaced when an earlier run wrote it). "
-                      "It must not exist yet or be empty; an existing file, the current folder and the "
-                      "folders containing it are refused");
+  command->add_option(
+      "--out", options->out,
+      "Output folder (default: <scenario>[--<trace>] in $KVTIER_RUNS_DIR or ~/.local/share/kvtier/runs, "
+      "never over another command's results). "
+      "It must not exist yet or be empty; an existing file, the current folder and the "
+      "folders containing it are refused");
   command->add_flag("--force", options->force,
                     "Replace an existing --out folder, but only one kvtier wrote (it holds a .kvtier-output "
                     "file); anything else is refused");
@@ -171,7 +175,7 @@ void add_simulate_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->add_flag("--allow-huge", options->allow_huge,
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
-  command->add_flag("!--no-plots", options->plots, "Skip the matplotlib plots");
+  command->add_flag("--no-plots", options->no_plots, "Skip the matplotlib plots");
   add_format_option(*command, options->format);
   command->callback([options] { run_simulate(*options, command_line(*options)); });
 }

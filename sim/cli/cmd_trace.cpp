@@ -7,10 +7,11 @@
 #include <fstream>
 #include <iostream>
 
-#include "sim/workload/agent_workload.h"
 #include "sim/cli/commands.h"
-#include "sim/core/config_files.h"
 #include "sim/cli/output.h"
+#include "sim/core/cli_help.h"
+#include "sim/core/config_files.h"
+#include "sim/workload/agent_workload.h"
 #include "sim/workload/trace_convert.h"
 #include "sim/workload/trace_input.h"
 #include "sim/workload/trace_reader.h"
@@ -38,6 +39,7 @@ void add_read_flags(CLI::App& command, ReadFlags& flags) {
   command
       .add_option("--block-tokens", flags.block_tokens,
                   "Re-block the ids to this many tokens (0: the trace's own; native lengths: 256)")
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command.add_flag("--skip-bad-lines", flags.skip_bad_lines,
                    "Skip malformed lines and count them (default: stop)");
@@ -117,7 +119,7 @@ void print_stats(const std::string& path, TraceFormat format, const TraceStats& 
   summary.add_row({"max prefix hit rate, blocks", percent(s.block_hit_rate())});
   summary.add_row({"max prefix hit rate, tokens", percent(s.token_hit_rate())});
   if (s.growth_samples)
-    summary.add_row({"context growth per turn", fixed("%.0f tokens", s.mean_growth_tokens)});
+    summary.add_row({"context growth per turn", with_commas(std::llround(s.mean_growth_tokens)) + " tokens"});
   if (s.prefix_violations)
     summary.add_row({"requests breaking the prefix property", with_commas(s.prefix_violations)});
   if (s.skipped_lines) summary.add_row({"skipped bad lines", with_commas(s.skipped_lines)});
@@ -126,8 +128,8 @@ void print_stats(const std::string& path, TraceFormat format, const TraceStats& 
   std::cout << "\n";
   Table lengths({"tokens", "mean", "p50", "p90", "p99", "max"});
   for (auto [name, l] : {std::pair{"input", s.input_tokens}, std::pair{"output", s.output_tokens}}) {
-    lengths.add_row({name, fixed("%.0f", l.mean), with_commas(l.p50), with_commas(l.p90), with_commas(l.p99),
-                     with_commas(l.max)});
+    lengths.add_row({name, with_commas(std::llround(l.mean)), with_commas(l.p50), with_commas(l.p90),
+                     with_commas(l.p99), with_commas(l.max)});
   }
   lengths.print(std::cout);
 

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <iostream>
 
-#include "sim/core/cli_numbers.h"
 #include "sim/cli/commands.h"
+#include "sim/core/cli_help.h"
+#include "sim/core/cli_numbers.h"
 #include "sim/core/config.h"
 
 namespace kvtier {
@@ -19,10 +20,12 @@ std::vector<CommandEntry>& command_registry() {
 int main(int argc, char** argv) {
   CLI::App app{"kvtier: a simulator of tiered, quantized KV caches for LLM serving"};
   app.require_subcommand(1);
+  kvtier::add_version_flag(app, "kvtier");
   auto& commands = kvtier::command_registry();
   std::stable_sort(commands.begin(), commands.end(), [](auto& a, auto& b) { return a.order < b.order; });
   for (const auto& command : commands) command.add(app);
   kvtier::check_numeric_options(app);
+  kvtier::plain_help_labels(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

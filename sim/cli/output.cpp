@@ -5,12 +5,15 @@
 #include <iomanip>
 #include <map>
 
+#include "sim/core/cli_help.h"
+
 namespace kvtier {
 
 void add_format_option(CLI::App& command, OutputFormat& format) {
   std::map<std::string, OutputFormat> names{{"table", OutputFormat::kTable}, {"json", OutputFormat::kJson}};
   command.add_option("--format", format, "Output format: table (default) or json")
-      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(names, CLI::ignore_case))
+      ->type_name(choices_label({"table", "json"}));
 }
 
 void Table::print(std::ostream& out) const {
@@ -50,6 +53,17 @@ std::string fixed(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, format, value);
   return buffer;
+}
+
+std::string format_ratio(double value) {
+  if (value >= 100) return fixed("%.0fx", value);
+  return fixed("%#.3gx", value);
+}
+
+std::string format_margin(double speedup) {
+  if (speedup >= 1.095) return fixed("%.1fx", speedup);
+  if (speedup >= 1.005) return fixed("%.0f %%", 100 * (speedup - 1));
+  return "the same";
 }
 
 std::string token_count(long long tokens) {

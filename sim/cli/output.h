@@ -32,5 +32,10 @@ std::string with_commas(long long value);
 std::string fixed(const char* format, double value);
 // "32K" for 32768, "1M" for 1048576, else the number.
 std::string token_count(long long tokens);
+// A ratio with three significant digits, so that small ones keep their value: "3.19x", "0.0123x", "120x".
+std::string format_ratio(double value);
+// How much faster the winner of two costs is: "18.4x" from 1.1x up, "4 %" below, "the same" within 0.5 %.
+// `speedup` is the loser's time over the winner's (at least 1).
+std::string format_margin(double speedup);
 
 }  // namespace kvtier

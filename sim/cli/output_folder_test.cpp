@@ -213,6 +213,46 @@ TEST_F(OutputFolder, APlotScriptThatFailsLeavesNothing) {
   EXPECT_TRUE(entries(work_).empty());
 }
 
+// Without --out: one folder per scenario and trace under $KVTIER_RUNS_DIR, whatever the current folder;
+// the same command again replaces its own results, another command takes the next name.
+TEST_F(OutputFolder, TheDefaultFolderIsNamedByScenarioAndTraceAndNeverWritesOverAnotherRun) {
+  const fs::path runs = root_ / "runs";
+  const std::string env = "KVTIER_RUNS_DIR=" + shell_quoted(runs.string());
+  ASSERT_EQ(simulate("", env).exit_code, 0);
+  fs::create_directories(work_ / "elsewhere");
+  Outcome again = kvtier_in(work_ / "elsewhere", "simulate " + scenario_ + " --no-plots", env);
+  ASSERT_EQ(again.exit_code, 0) << again.out;
+  EXPECT_NE(again.out.find((runs / "small").string()), std::string::npos) << again.out;
+  EXPECT_EQ(entries(runs), std::set<std::string>{"small"});
+  EXPECT_TRUE(entries(work_ / "elsewhere").empty());
+
+  ASSERT_EQ(simulate("--set workload.sessions=2", env).exit_code, 0);
+  const std::string trace = (fs::path(KVTIER_SOURCE_ROOT) / "traces/agent-sessions-1000.jsonl").string();
+  ASSERT_EQ(simulate("--trace " + trace, env).exit_code, 0);
+  EXPECT_EQ(entries(runs), (std::set<std::string>{"small", "small-2", "small--agent-sessions-1000"}));
+  EXPECT_NE(read_text(runs / "small-2" / "summary.json").find("--set workload.sessions=2"),
+            std::string::npos);
+
+  // A folder kvtier did not write keeps its place and its files; the run goes beside it.
+  fs::remove_all(runs / "small");
+  write_text(runs / "small" / "thesis.tex", "years of work\n");
+  ASSERT_EQ(simulate("", env).exit_code, 0);
+  EXPECT_EQ(entries(runs / "small"), std::set<std::string>{"thesis.tex"});
+  EXPECT_TRUE(fs::exists(runs / "small-3" / "summary.json"));
+}
+
+TEST_F(OutputFolder, TheRunsFolderFollowsXdgDataHomeThenHome) {
+  Outcome xdg =
+      simulate("", "unset KVTIER_RUNS_DIR; XDG_DATA_HOME=" + shell_quoted((root_ / "xdg").string()));
+  ASSERT_EQ(xdg.exit_code, 0) << xdg.out;
+  EXPECT_TRUE(fs::exists(root_ / "xdg" / "kvtier" / "runs" / "small" / "summary.json"));
+  Outcome home =
+      simulate("", "unset KVTIER_RUNS_DIR XDG_DATA_HOME; HOME=" + shell_quoted((root_ / "home").string()));
+  ASSERT_EQ(home.exit_code, 0) << home.out;
+  EXPECT_TRUE(fs::exists(root_ / "home" / ".local" / "share" / "kvtier" / "runs" / "small" / "summary.json"));
+  EXPECT_EQ(entries(work_), std::set<std::string>{});
+}
+
 TEST_F(OutputFolder, APlotScriptThatDrawsNothingIsAFailure) {
   Outcome r = kvtier_in(work_, "simulate " + scenario_ + " --out out", "KVTIER_PYTHON=/bin/true");
   EXPECT_EQ(r.exit_code, 2) << r.out;

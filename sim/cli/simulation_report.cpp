@@ -96,7 +96,7 @@ Table build_table(const nlohmann::json& result) {
     if (ratio) {
       double a = cells_of[0] ? cells_of[0]->value : std::nan("");
       double b = cells_of[1] ? cells_of[1]->value : std::nan("");
-      cells.push_back(std::isnan(a) || std::isnan(b) || a == 0 ? "" : fixed("%.2fx", b / a));
+      cells.push_back(std::isnan(a) || std::isnan(b) || a == 0 ? "" : format_ratio(b / a));
     }
     table.add_row(cells);
   }

@@ -39,7 +39,8 @@ TEST(CostModel, FixedRateBreakEvenIs590GBpsForLlama70B) {
 }
 
 TEST(CostModel, H200PrefillRateTracksTheMeasuredOne) {
-  // Measured on the H200 with a Llama-3.1-8B-shaped model (facts.md): 33.9K tok/s at 4K, 11.2K at 128K.
+  // Measured on the H200 with a Llama-3.1-8B-shaped model with PyTorch SDPA (docs/cost-model.md): 33.9K tok/s
+  // at 4K, 11.2K at 128K.
   CostModel cost(card("llama-3.1-8b"), hardware("h200"), 131072);
   EXPECT_NEAR(cost.prefill_tokens_per_s(4096) / 33.9e3, 1.0, 0.05);
   EXPECT_NEAR(cost.prefill_tokens_per_s(131072) / 11.2e3, 1.0, 0.05);

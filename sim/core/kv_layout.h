@@ -17,6 +17,9 @@
 
 namespace kvtier {
 
+// Tokens per cache block where neither a scenario nor a command sets it: LMCache's default chunk size.
+inline constexpr int64_t kDefaultBlockTokens = 256;
+
 enum class EncodingKind { kBf16, kFp8, kInt4Group, kTurboQuant4 };
 
 struct Encoding {

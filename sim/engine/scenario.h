@@ -49,7 +49,7 @@ struct Scenario {
   bool blocking_transfers = false;
   double kv_space_bytes = 0;  // derived: HBM for KV across the instance's GPUs
   std::vector<ConversionRates> tier_conversions;  // per tier, to and from HBM's layout; tier 0's unused
-  int64_t block_tokens = 256;
+  int64_t block_tokens = kDefaultBlockTokens;
   std::vector<TierSpec> tiers;  // with their media and, on this instance, their load paths
   Slo slo;
   uint64_t seed = 1;

@@ -1,4 +1,4 @@
-// Readers for the public traces: Mooncake FAST'25 and Alibaba Bailian (facts.md, docs/traces.md).
+// Readers for the public traces: Mooncake FAST'25 and Alibaba Bailian (docs/traces.md).
 #include <unordered_map>
 
 #include "sim/workload/block_chain.h"

@@ -2,8 +2,8 @@
 //
 // Besides counts and length percentiles, it measures what any cache could at best get out of the trace:
 // with an infinite cache, a request hits the leading run of its blocks that earlier requests already
-// brought in (the first miss ends the prefix, as in facts.md). Reuse distance is the time since a hit
-// block was last used, which says how long a cache must keep blocks to get those hits. For session
+// brought in (the first miss ends the prefix, as a prefix cache matches). Reuse distance is the time since a
+// hit block was last used, which says how long a cache must keep blocks to get those hits. For session
 // traces, context growth shows how the input grows from turn to turn.
 //
 // Because block ids name whole prefixes, the seen blocks form a forest (prefix_forest.h) in which a

@@ -14,7 +14,7 @@ namespace {
 
 using testing::stream_of;
 
-// The definition in facts.md, one lookup per block: the leading run of ids seen before; reuse gaps for
+// The definition of trace_stats.h, one lookup per block: the leading run of ids seen before; reuse gaps for
 // every hit block, from a map of last uses.
 struct Reference {
   int64_t blocks = 0, hits = 0, tokens = 0, hit_tokens = 0;
@@ -322,7 +322,7 @@ TEST(TraceStats, MooncakeSampleMatchesTheReference) {
   KVTIER_REQUIRE_MOONCAKE_SAMPLE();
   auto stream = open_trace(testing::kMooncakeSample, TraceReadOptions{});
   TraceStats s = compute_trace_stats(*stream, {.reuse_sampling = 1});
-  // Computed independently with Python's json module and a set (the definition in facts.md).
+  // Computed independently with Python's json module and a set (the definition of trace_stats.h).
   EXPECT_EQ(s.requests, 2000);
   EXPECT_EQ(s.total_blocks, 54559);
   EXPECT_EQ(s.unique_blocks, 38788);
