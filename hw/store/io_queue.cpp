@@ -104,7 +104,10 @@ class Ring {
   Ring& operator=(const Ring&) = delete;
 
   // Keeps up to `entries_` requests of the batch in flight, taking the next index from `next`, until
-  // the batch is done or an error is recorded; always returns with nothing in flight.
+  // the batch is done or an error is recorded; always returns with nothing in flight. The disk never
+  // waits on the CPU work around it: each request is submitted as soon as its before() ran (a store's
+  // checksums for a write), not once the ring is full, and the after() of completed requests (a read's
+  // checksum check) runs once the ring is full again, while its requests are in flight.
   void drive(IoDirection direction, std::span<const IoRequest> requests, std::atomic<size_t>& next,
              FirstError& errors, const std::function<void(size_t)>& before,
              const std::function<void(size_t)>& after) {
@@ -113,6 +116,11 @@ class Ring {
       return;
     }
     unsigned in_flight = 0;
+    std::vector<size_t> completed;  // in full, waiting for after()
+    auto run_after = [&] {
+      for (size_t i : completed) errors.capture([&] { after(i); });
+      completed.clear();
+    };
     for (;;) {
       while (in_flight < entries_ && !errors.failed()) {
         const size_t i = next++;
@@ -125,27 +133,37 @@ class Ring {
         if (!ready) break;
         queue(direction, requests[i], i);
         ++in_flight;
+        if (!submit(0, in_flight, direction, requests, errors, completed)) return run_after();
       }
+      run_after();
       if (in_flight == 0) return;
-      const int submitted = io_uring_submit_and_wait(&ring_, 1);
-      if (submitted < 0 && submitted != -EINTR && submitted != -EAGAIN) {
-        errors.capture([&] { throw_io_error("io_uring_submit", -submitted); });
-        abandon_unsubmitted(in_flight, direction, requests, errors, after);
-        return;
-      }
-      in_flight -= reap(direction, requests, errors, after);
+      if (!submit(1, in_flight, direction, requests, errors, completed)) return run_after();
+      in_flight -= reap(direction, requests, errors, completed);
     }
   }
 
  private:
+  // Submits what is queued and waits for `wait_for` completions. After a failed submission, reaps what
+  // the kernel took and returns false with nothing in flight.
+  bool submit(unsigned wait_for, unsigned& in_flight, IoDirection direction,
+              std::span<const IoRequest> requests, FirstError& errors, std::vector<size_t>& completed) {
+    const int submitted = io_uring_submit_and_wait(&ring_, wait_for);
+    if (submitted >= 0 || submitted == -EINTR || submitted == -EAGAIN)
+      return true;  // the rest goes next time
+    errors.capture([&] { throw_io_error("io_uring_submit", -submitted); });
+    abandon_unsubmitted(in_flight, direction, requests, errors, completed);
+    in_flight = 0;
+    return false;
+  }
+
   // After a failed submission: waits for what the kernel did take, then starts a fresh ring so that the
   // entries it never took cannot be submitted by a later batch.
   void abandon_unsubmitted(unsigned in_flight, IoDirection direction, std::span<const IoRequest> requests,
-                           FirstError& errors, const std::function<void(size_t)>& after) {
+                           FirstError& errors, std::vector<size_t>& completed) {
     in_flight -= io_uring_sq_ready(&ring_);
     while (in_flight > 0) {
       io_uring_cqe* cqe = nullptr;
-      if (io_uring_wait_cqe(&ring_, &cqe) == 0) in_flight -= reap(direction, requests, errors, after);
+      if (io_uring_wait_cqe(&ring_, &cqe) == 0) in_flight -= reap(direction, requests, errors, completed);
     }
     io_uring_queue_exit(&ring_);
     if (const int rc = io_uring_queue_init(entries_, &ring_, 0); rc < 0) {
@@ -166,8 +184,10 @@ class Ring {
     io_uring_sqe_set_data64(sqe, index);
   }
 
+  // Takes every completion there is: finishes short transfers and records the requests done in full in
+  // `completed`; returns how many completed.
   unsigned reap(IoDirection direction, std::span<const IoRequest> requests, FirstError& errors,
-                const std::function<void(size_t)>& after) {
+                std::vector<size_t>& completed) {
     unsigned seen = 0;
     unsigned head = 0;
     io_uring_cqe* cqe = nullptr;
@@ -177,7 +197,7 @@ class Ring {
       ++seen;
       errors.capture([&] {
         complete(direction, requests[i], result);
-        after(i);
+        completed.push_back(i);
       });
     }
     io_uring_cq_advance(&ring_, seen);
