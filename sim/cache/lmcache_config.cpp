@@ -204,6 +204,7 @@ void check_rules(const ConfigNode& root) {
             "local_device: cpu with max_local_cache_size is v1's local_cpu: true with max_local_cpu_size)");
     }
   }
+  root.allow_keys(rule_keys());  // passes by now; tells the schema (config_schema.h) the keys
 }
 
 PolicyKind lmcache_policy(const ConfigNode& root) {
@@ -322,6 +323,7 @@ FileTiers parse_lmcache_tiers(const ConfigNode& root, const ModelCard& model, in
           "kvtier_remote");
     }
   }
+  extra.allow_keys({"kvtier_hbm", "kvtier_remote"});  // passes by now; tells the schema the keys
   ConfigNode hbm_node = extra.child("kvtier_hbm");
   FileTiers out{{parse_hbm_tier(hbm_node, model, block_tokens)}, {hbm_node}, {hbm_node.child("kv")}, root};
   const TierSpec& hbm = out.tiers[0];

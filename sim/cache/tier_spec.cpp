@@ -13,12 +13,9 @@ namespace {
 constexpr int kMaxTiers = 32;  // the cache keeps a block's tiers in a 32-bit mask
 
 PolicyKind parse_policy(const ConfigNode& node) {
-  std::string name = node.as_string();
-  PolicyKind kind;
-  if (parse_policy_name(name, kind)) return kind;
-  std::string hint = closest_match(name, policy_names());
-  node.fail("unknown eviction policy '" + name + "', expected lru, lfu, arc or s3fifo" +
-            (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
+  PolicyKind kind = PolicyKind::kLru;
+  parse_policy_name(node.as_choice(policy_names()), kind);
+  return kind;
 }
 
 // `policy: s3fifo`, or with parameters `policy: {name: s3fifo, move_to_main_threshold: 1}`.
@@ -63,10 +60,7 @@ template <typename Enum>
 Enum parse_choice(const ConfigNode& tier, const char* key, const char* first, const char* second, Enum a,
                   Enum b, Enum fallback) {
   if (!tier.has(key)) return fallback;
-  std::string value = tier.string(key);
-  if (value == first) return a;
-  if (value == second) return b;
-  tier.child(key).fail(std::string("expected ") + first + " or " + second + ", got '" + value + "'");
+  return tier.choice(key, {first, second}) == first ? a : b;
 }
 
 void parse_lower_tier_keys(const ConfigNode& node, TierSpec& tier) {
@@ -93,9 +87,9 @@ Medium parse_tier_medium(const ConfigNode& tier, size_t index) {
     tier.fail("missing required key 'medium': where the tier's KV lives (hbm, dram, nvme or remote)");
   }
   ConfigNode node = tier.child("medium");
-  std::string name = node.as_string();
-  std::optional<Medium> medium = parse_medium(name);
-  if (!medium) node.fail("expected hbm, dram, nvme or remote, got '" + name + "'");
+  std::vector<std::string> media;
+  for (Medium m : kMedia) media.emplace_back(medium_name(m));
+  std::optional<Medium> medium = parse_medium(node.as_choice(media));
   if (index == 0 && *medium != Medium::kHbm) node.fail("tier 0 holds running requests, so its medium is hbm");
   if (index > 0 && *medium == Medium::kHbm) node.fail("a lower tier is dram, nvme or remote; hbm is tier 0's");
   return *medium;
@@ -115,6 +109,7 @@ std::optional<LoadPath> load_path_on(const HardwareConfig& hardware, const Confi
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
                     const std::optional<int64_t>& given_capacity_bytes, std::optional<Medium> medium = {},
                     const std::optional<KvLayout>& given_layout = {}) {
+  node.schema_definition("tier");
   node.allow_keys({"medium", "name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy",
                    "prefix_aware", "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
   TierSpec tier;

@@ -9,6 +9,8 @@
 #include <map>
 #include <set>
 
+#include "sim/core/config_schema.h"
+
 namespace kvtier {
 namespace {
 
@@ -59,6 +61,7 @@ struct ConfigTree {
   std::string text;  // the document as loaded, which clone() parses again to keep line and column marks
   std::vector<Override> overrides;
   std::set<std::string> read;  // key paths that readers asked for
+  std::shared_ptr<DocumentReads> reads;  // for a schema: what readers asked of each node, when recorded
 };
 
 namespace {
@@ -351,8 +354,29 @@ std::string ConfigNode::directory() const {
   return std::filesystem::path(tree_->file).parent_path().string();
 }
 
-bool ConfigNode::has(std::string_view key) const {
+void ConfigNode::record_reads(std::shared_ptr<DocumentReads> reads) const {
+  tree_->reads = std::move(reads);
+}
+
+void ConfigNode::schema_definition(std::string_view name) const {
+  if (reads()) reads()->definition(path_, std::string(name));
+}
+
+DocumentReads* ConfigNode::reads() const {
+  return tree_->reads.get();
+}
+
+bool ConfigNode::contains(std::string_view key) const {
   return node_.IsMap() && node_[std::string(key)].IsDefined() && !node_[std::string(key)].IsNull();
+}
+
+bool ConfigNode::has(std::string_view key) const {
+  if (reads() && node_.IsMap()) {
+    reads()->queried(path_, std::string(key));
+    const YAML::Node value = node_[std::string(key)];
+    if (value.IsDefined() && value.IsNull()) reads()->null_value(path_, std::string(key), child_path(key));
+  }
+  return contains(key);
 }
 
 ConfigNode ConfigNode::located_child(std::string path, const YAML::Node& node) const {
@@ -362,8 +386,10 @@ ConfigNode ConfigNode::located_child(std::string path, const YAML::Node& node) c
 
 ConfigNode ConfigNode::child(std::string_view key) const {
   if (!node_.IsMap()) fail("expected a mapping");
-  if (!has(key)) fail("missing required key '" + std::string(key) + "'");
-  return located_child(child_path(key), node_[std::string(key)]);
+  if (!contains(key)) fail("missing required key '" + std::string(key) + "'");
+  std::string path = child_path(key);
+  if (reads()) reads()->child(path_, std::string(key), path);
+  return located_child(std::move(path), node_[std::string(key)]);
 }
 
 std::optional<ConfigNode> ConfigNode::optional_child(std::string_view key) const {
@@ -374,24 +400,69 @@ std::optional<ConfigNode> ConfigNode::optional_child(std::string_view key) const
 std::vector<ConfigNode> ConfigNode::elements() const {
   if (!node_.IsSequence()) fail("expected a list");
   std::vector<ConfigNode> out;
-  for (size_t i = 0; i < node_.size(); ++i) out.push_back(located_child(join_index(path_, i), node_[i]));
+  if (reads()) reads()->sequence(path_);
+  for (size_t i = 0; i < node_.size(); ++i) {
+    std::string path = join_index(path_, i);
+    if (reads()) reads()->element(path_, path);
+    out.push_back(located_child(std::move(path), node_[i]));
+  }
   return out;
 }
 
 std::vector<std::string> ConfigNode::keys() const {
   if (!node_.IsMap()) fail("expected a mapping");
+  if (reads()) reads()->listed_keys(path_);
   std::vector<std::string> out;
   for (const auto& entry : node_) out.push_back(entry.first.Scalar());
   return out;
 }
 
-std::string ConfigNode::as_string() const {
+namespace {
+
+ScalarRead scalar_read(ScalarRead::Kind kind) {
+  ScalarRead read;
+  read.kind = kind;
+  return read;
+}
+
+// "a, b or c"
+std::string listed(const std::vector<std::string>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    out += (i == 0 ? "" : i + 1 == values.size() ? " or " : ", ") + values[i];
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ConfigNode::text() const {
   if (!node_.IsScalar()) fail("expected a single value");
   return node_.Scalar();
 }
 
+std::string ConfigNode::as_string() const {
+  if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kText));
+  return text();
+}
+
+std::string ConfigNode::as_choice(const std::vector<std::string>& values) const {
+  if (reads()) {
+    ScalarRead read = scalar_read(ScalarRead::Kind::kChoice);
+    read.choices = values;
+    reads()->scalar(path_, std::move(read));
+  }
+  std::string value = text();
+  if (std::find(values.begin(), values.end(), value) != values.end()) return value;
+  std::string message = "expected " + listed(values) + ", got '" + value + "'";
+  std::string suggestion = closest_match(value, values);
+  if (!suggestion.empty()) message += " (did you mean '" + suggestion + "'?)";
+  fail(message);
+}
+
 double ConfigNode::as_number() const {
-  std::string text = as_string();
+  if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kNumber));
+  std::string text = this->text();
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
@@ -408,14 +479,16 @@ std::optional<uint64_t> parse_uint64(std::string_view text) {
 }
 
 uint64_t ConfigNode::as_unsigned() const {
-  std::string text = as_string();
+  if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kUnsigned));
+  std::string text = this->text();
   std::optional<uint64_t> value = parse_uint64(text);
   if (!value) fail("expected an integer from 0 to 18446744073709551615, got '" + text + "'");
   return *value;
 }
 
 int64_t ConfigNode::as_integer() const {
-  std::string text = as_string();
+  if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kInteger));
+  std::string text = this->text();
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec == std::errc::result_out_of_range) fail("expected an integer from -9223372036854775808 to 9223372036854775807, got '" + text + "'");
@@ -424,8 +497,13 @@ int64_t ConfigNode::as_integer() const {
 }
 
 double ConfigNode::as_quantity(UnitKind kind) const {
+  if (reads()) {
+    ScalarRead read = scalar_read(ScalarRead::Kind::kQuantity);
+    read.unit = kind;
+    reads()->scalar(path_, std::move(read));
+  }
   try {
-    return parse_quantity(as_string(), kind);
+    return parse_quantity(text(), kind);
   } catch (const UnitError& e) {
     fail(e.what());
   }
@@ -455,7 +533,8 @@ uint64_t ConfigNode::unsigned_integer(std::string_view key, uint64_t fallback) c
 bool ConfigNode::boolean(std::string_view key, bool fallback) const {
   if (!has(key)) return fallback;
   ConfigNode c = child(key);
-  std::string text = c.as_string();
+  if (reads()) reads()->scalar(c.path_, scalar_read(ScalarRead::Kind::kBoolean));
+  std::string text = c.text();
   if (text == "true") return true;
   if (text == "false") return false;
   c.fail("expected true or false, got '" + text + "'");
@@ -466,6 +545,13 @@ double ConfigNode::quantity(std::string_view key, UnitKind kind) const {
 double ConfigNode::quantity(std::string_view key, UnitKind kind, double fallback) const {
   return has(key) ? quantity(key, kind) : fallback;
 }
+std::string ConfigNode::choice(std::string_view key, const std::vector<std::string>& values) const {
+  return child(key).as_choice(values);
+}
+std::string ConfigNode::choice(std::string_view key, const std::vector<std::string>& values,
+                               std::string_view fallback) const {
+  return has(key) ? choice(key, values) : std::string(fallback);
+}
 
 void ConfigNode::allow_keys(std::initializer_list<std::string_view> known) const {
   allow_keys(std::vector<std::string>(known.begin(), known.end()));
@@ -473,6 +559,7 @@ void ConfigNode::allow_keys(std::initializer_list<std::string_view> known) const
 
 void ConfigNode::allow_keys(const std::vector<std::string>& known) const {
   if (!node_.IsMap()) fail("expected a mapping");
+  if (reads()) reads()->allowed(path_, known);
   for (const auto& entry : node_) {
     const std::string& key = entry.first.Scalar();
     if (std::find(known.begin(), known.end(), key) != known.end()) continue;

@@ -9,7 +9,8 @@
 // Configuration is strict: a key given twice in one mapping is an error at the second one. Values put in
 // by set() (the CLI's --set, a variant's set:) remember where they were given, so an error in one names
 // that instead of a line of the file; and the tree records which key paths its readers asked for, so that
-// a caller can reject a set() that nothing reads (override_uses()).
+// a caller can reject a set() that nothing reads (override_uses()). A tree can also record what its readers
+// ask of it, for the JSON Schemas of kvtier's files (config_schema.h).
 #pragma once
 
 #include <yaml-cpp/yaml.h>
@@ -33,6 +34,7 @@ class ConfigError : public std::runtime_error {
 };
 
 struct ConfigTree;  // what every node of one loaded document shares (config.cpp)
+class DocumentReads;  // what readers asked of a document, for its schema (config_schema.h)
 
 // What became of one set() on a tree: the key paths of its value's leaves (the path itself for a scalar or
 // an empty value; none for a null, which removes a key), each read when a reader asked for it, or replaced
@@ -95,6 +97,12 @@ class ConfigNode {
   bool boolean(std::string_view key, bool fallback) const;
   double quantity(std::string_view key, UnitKind kind) const;
   double quantity(std::string_view key, UnitKind kind, double fallback) const;
+  // A value from a fixed set: an error lists the set and suggests the closest ("expected lru, lfu, arc or
+  // s3fifo, got 'lur' (did you mean 'lru'?)"), and the schema lists the set.
+  std::string as_choice(const std::vector<std::string>& values) const;
+  std::string choice(std::string_view key, const std::vector<std::string>& values) const;
+  std::string choice(std::string_view key, const std::vector<std::string>& values,
+                     std::string_view fallback) const;
 
   // Throws for the first key not in `known`, suggesting the closest known one.
   void allow_keys(std::initializer_list<std::string_view> known) const;
@@ -111,10 +119,19 @@ class ConfigNode {
   // The directory of the file, for resolving relative paths inside it.
   std::string directory() const;
 
+  // From now on, what readers ask of this document goes into `reads` (REQUIRES: the root).
+  void record_reads(std::shared_ptr<DocumentReads> reads) const;
+  // Names the reader of this node for the schemas: every node of one name, wherever it is, shares one
+  // definition (config_schema.h). A reader that parses the same thing in many places calls it first.
+  void schema_definition(std::string_view name) const;
+
  private:
   ConfigNode(YAML::Node node, std::shared_ptr<ConfigTree> tree, std::string path);
   ConfigNode located_child(std::string path, const YAML::Node& node) const;  // records the read
   std::string child_path(std::string_view key) const;
+  bool contains(std::string_view key) const;  // has(), not recorded as a read
+  std::string text() const;                   // as_string(), not recorded as a read
+  DocumentReads* reads() const;               // null unless recorded
 
   YAML::Node node_;
   std::shared_ptr<ConfigTree> tree_;

@@ -24,7 +24,8 @@ const std::vector<EmbeddedFile>& embedded_files();
 // a directory that is not an embedded name, and listing the embedded names of that folder when neither
 // exists. In the "models" folder, a file ending in .json is a Hugging Face config.json
 // (sim/core/hf_config.h), returned as the model card it maps to, so that every reader of model cards accepts
-// one.
+// one. While a SchemaRecordingScope records `folder`, the document is recorded for its schema, and the
+// folder's coverage documents are found by name too (config_schema.h).
 ConfigNode load_config(const std::string& name_or_path, const std::string& folder);
 
 // Names (file stems) of the embedded files under `folder`.

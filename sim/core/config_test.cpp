@@ -72,7 +72,8 @@ TEST(Config, ModelCardRejectsNonsense) {
   std::string mla =
       "name: m\nlayers: 2\nhidden_size: 8\nquery_heads: 1\nattention: {kind: mha2}\ntotal_params: 1e9\n";
   message = error_of([&] { parse_model_card(ConfigNode::load_string(mla, "m.yaml")); });
-  EXPECT_NE(message.find("attention.kind: expected gqa, mha or mla; got 'mha2'"), std::string::npos)
+  EXPECT_NE(message.find("attention.kind: expected gqa, mha or mla, got 'mha2' (did you mean 'mha'?)"),
+            std::string::npos)
       << message;
 }
 

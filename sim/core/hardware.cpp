@@ -71,6 +71,7 @@ HardwareConfig parse_hardware(const ConfigNode& root) {
   root.allow_keys({"name", "source", "gpu", "host", "pcie", "nvme", "network"});
   HardwareConfig hw;
   hw.name = root.string("name");
+  hw.source = root.string("source", "");
   hw.gpu = parse_gpu(root.child("gpu"));
 
   ConfigNode host = root.child("host");

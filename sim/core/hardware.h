@@ -35,6 +35,7 @@ struct NvmeSpec {
 
 struct HardwareConfig {
   std::string name;
+  std::string source;  // where the numbers come from, optional
   GpuSpec gpu;
   double dram_capacity = 0;   // bytes per node
   double dram_bandwidth = 0;  // bytes/s per node

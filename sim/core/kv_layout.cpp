@@ -42,22 +42,22 @@ int bounded_int(const ConfigNode& node, std::string_view key, int64_t fallback, 
   return static_cast<int>(value);
 }
 
+// An encoding by name, with its defaults.
+Encoding named_encoding(const ConfigNode& node) {
+  std::string name = node.as_choice({"bf16", "fp8", "int4", "turboquant4"});
+  if (name == "bf16") return Encoding::of_kind(EncodingKind::kBf16);
+  if (name == "fp8") return Encoding::of_kind(EncodingKind::kFp8);
+  if (name == "int4") return Encoding::int4(32);
+  return Encoding::of_kind(EncodingKind::kTurboQuant4);
+}
+
 Encoding parse_encoding(const ConfigNode& node) {
-  if (node.is_scalar()) {
-    std::string name = node.as_string();
-    if (name == "bf16") return Encoding::of_kind(EncodingKind::kBf16);
-    if (name == "fp8") return Encoding::of_kind(EncodingKind::kFp8);
-    if (name == "int4") return Encoding::int4(32);
-    if (name == "turboquant4") return Encoding::of_kind(EncodingKind::kTurboQuant4);
-    node.fail("expected an encoding: bf16, fp8, int4 or turboquant4; got '" + name + "'");
-  }
+  node.schema_definition("kv_encoding");
+  if (node.is_scalar()) return named_encoding(node);
   node.allow_keys({"kind", "group_size", "scale_dtype", "zero_point", "slot_align"});
-  Encoding e = parse_encoding(node.child("kind"));
+  Encoding e = named_encoding(node.child("kind"));
   e.group_size = bounded_int(node, "group_size", e.group_size, 1, kMaxGroupSize, "a group size");
-  std::string scale = node.string("scale_dtype", "fp16");
-  if (scale != "fp16" && scale != "bf16" && scale != "fp32") {
-    node.child("scale_dtype").fail("expected fp16, bf16 or fp32; got '" + scale + "'");
-  }
+  std::string scale = node.choice("scale_dtype", {"fp16", "bf16", "fp32"}, "fp16");
   e.scale_bytes = scale == "fp32" ? 4 : 2;
   e.zero_point = node.boolean("zero_point", e.zero_point);
   e.slot_align = bounded_int(node, "slot_align", e.slot_align, 1, kMaxSlotAlign, "an alignment in bytes");
@@ -187,12 +187,8 @@ std::optional<PrecisionMap> kv_preset(const std::string& name) {
 }
 
 PrecisionMap parse_precision_map(const ConfigNode& node) {
-  if (node.is_scalar()) {
-    std::string name = node.as_string();
-    if (auto preset = kv_preset(name)) return *preset;
-    std::string hint = closest_match(name, kv_preset_names());
-    node.fail("unknown KV preset '" + name + "'" + (hint.empty() ? "" : " (did you mean '" + hint + "'?)"));
-  }
+  node.schema_definition("kv_precision_map");
+  if (node.is_scalar()) return *kv_preset(node.as_choice(kv_preset_names()));
   node.allow_keys({"encoding", "boundary_layers"});
   PrecisionMap map;
   map.body = parse_encoding(node.child("encoding"));
@@ -205,11 +201,15 @@ PrecisionMap parse_precision_map(const ConfigNode& node) {
   return map;
 }
 
+PrecisionMap parse_kv_file(const ConfigNode& root) {
+  root.allow_keys({"kv"});
+  return parse_precision_map(root.child("kv"));
+}
+
 KvLayout resolve_kv_layout(const ModelCard& model, const std::string& spec) {
   if (auto preset = kv_preset(spec)) return build_layout(model, *preset, spec);
   if (std::filesystem::exists(spec)) {
-    ConfigNode root = ConfigNode::load_file(spec);
-    return build_layout(model, parse_precision_map(root.child("kv")), spec);
+    return build_layout(model, parse_kv_file(ConfigNode::load_file(spec)), spec);
   }
   std::string hint = closest_match(spec, kv_preset_names());
   throw ConfigError("--kv: '" + spec + "' is neither a preset nor a file" +

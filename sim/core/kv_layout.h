@@ -96,6 +96,8 @@ std::optional<PrecisionMap> kv_preset(const std::string& name);
 // {encoding: <name or {kind, group_size, scale_dtype, zero_point}>, boundary_layers: {first, last,
 // encoding}}.
 PrecisionMap parse_precision_map(const ConfigNode& node);
+// A precision-map file (`--kv FILE`): the map under its one key, `kv`.
+PrecisionMap parse_kv_file(const ConfigNode& root);
 
 // `spec` is a preset name or a YAML file holding a precision map.
 KvLayout resolve_kv_layout(const ModelCard& model, const std::string& spec);

@@ -10,12 +10,14 @@
 namespace kvtier {
 namespace {
 
-double dtype_bytes(const ConfigNode& node, const std::string& dtype) {
+const std::vector<std::string> kWeightDtypes = {"bf16", "fp16", "fp8", "fp32", "int4", "fp4"};
+
+// REQUIRES: one of kWeightDtypes.
+double dtype_bytes(const std::string& dtype) {
   if (dtype == "bf16" || dtype == "fp16") return 2;
   if (dtype == "fp8") return 1;
   if (dtype == "fp32") return 4;
-  if (dtype == "int4" || dtype == "fp4") return 0.5;
-  node.fail("expected one of bf16, fp16, fp8, fp32, int4, fp4; got '" + dtype + "'");
+  return 0.5;  // int4, fp4
 }
 
 // REQUIRES: node is a non-negative integer.
@@ -54,13 +56,13 @@ double positive_number(const ConfigNode& root, std::string_view key) {
 
 void parse_attention(const ConfigNode& root, ModelCard& card) {
   ConfigNode attention = root.child("attention");
-  std::string kind = attention.string("kind");
+  std::string kind = attention.choice("kind", {"gqa", "mha", "mla"});
   if (kind == "gqa" || kind == "mha") {
     attention.allow_keys({"kind", "kv_heads", "head_dim"});
     card.attention = AttentionKind::kGqa;
     card.kv_heads = positive_int(attention, "kv_heads");
     card.head_dim = positive_int(attention, "head_dim");
-  } else if (kind == "mla") {
+  } else {
     attention.allow_keys(
         {"kind", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "q_lora_rank"});
     card.attention = AttentionKind::kMla;
@@ -69,8 +71,6 @@ void parse_attention(const ConfigNode& root, ModelCard& card) {
     card.qk_nope_head_dim = positive_int(attention, "qk_nope_head_dim");
     card.v_head_dim = positive_int(attention, "v_head_dim");
     card.q_lora_rank = optional_positive_int(attention, "q_lora_rank");
-  } else {
-    attention.child("kind").fail("expected gqa, mha or mla; got '" + kind + "'");
   }
 }
 
@@ -136,9 +136,8 @@ ModelCard parse_model_card(const ConfigNode& root) {
   if (card.active_params > card.total_params) {
     root.child("active_params").fail("active_params exceeds total_params");
   }
-  card.weight_dtype = root.string("weight_dtype", "bf16");
-  card.weight_bytes_per_param =
-      dtype_bytes(root.has("weight_dtype") ? root.child("weight_dtype") : root, card.weight_dtype);
+  card.weight_dtype = root.choice("weight_dtype", kWeightDtypes, "bf16");
+  card.weight_bytes_per_param = dtype_bytes(card.weight_dtype);
   return card;
 }
 

@@ -60,10 +60,11 @@ double prefixed(std::string_view unit, std::string_view base) {
   return 0;
 }
 
+constexpr std::array<std::pair<std::string_view, double>, 6> kDurationUnits{
+    {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"min", 60.0}, {"h", 3600.0}}};
+
 double duration_factor(std::string_view unit) {
-  constexpr std::array<std::pair<std::string_view, double>, 6> kUnits{
-      {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}, {"min", 60.0}, {"h", 3600.0}}};
-  for (auto [name, factor] : kUnits) {
+  for (auto [name, factor] : kDurationUnits) {
     if (unit == name) return factor;
   }
   return 0;
@@ -116,6 +117,38 @@ std::string_view unit_example(UnitKind kind) {
       return "a compute rate such as 989TFLOPS";
   }
   return "";
+}
+
+std::string quantity_pattern(UnitKind kind) {
+  // What std::from_chars reads as a double, less the signs, infinities and NaNs split_number rejects.
+  const std::string number = R"((?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)";
+  std::string prefix;
+  for (const Prefix& p : kPrefixes) {
+    if (p.text.empty()) continue;
+    if (!prefix.empty()) prefix += '|';
+    prefix += p.text;
+  }
+  prefix = "(?:" + prefix + ")?";
+  std::string unit;
+  switch (kind) {
+    case UnitKind::kBytes:
+      unit = prefix + "B";
+      break;
+    case UnitKind::kBandwidth:
+      unit = prefix + "B/s";
+      break;
+    case UnitKind::kDuration:
+      for (const auto& entry : kDurationUnits) {
+        if (!unit.empty()) unit += '|';
+        unit += entry.first;
+      }
+      unit = "(?:" + unit + ")";
+      break;
+    case UnitKind::kFlopRate:
+      unit = prefix + "(?:FLOPS|FLOP/s)";
+      break;
+  }
+  return "^[ \\t]*" + number + "[ \\t]*" + unit + "[ \\t]*$";
 }
 
 std::string format_bytes(double bytes) {

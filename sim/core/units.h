@@ -42,6 +42,11 @@ inline double parse_flop_rate(std::string_view t) {
 // What a unit of this kind looks like, for error messages ("a size such as 512GiB or 141GB").
 std::string_view unit_example(UnitKind kind);
 
+// A regular expression (ECMAScript, anchored, as JSON Schema's `pattern`) of the text parse_quantity
+// accepts for `kind`, built from the same units: a number without a sign, then one of the kind's units.
+// Only the range checks ("1e400B") are left to parse_quantity.
+std::string quantity_pattern(UnitKind kind);
+
 // Human-readable renderings for tables: "320.0 KiB", "5.90 GB/s", "1.25 s".
 std::string format_bytes(double bytes);
 std::string format_bandwidth(double bytes_per_s);

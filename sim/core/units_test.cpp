@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <regex>
 
 #include "sim/core/config.h"
 #include "sim/core/token_count.h"
@@ -72,6 +73,40 @@ TEST(Units, NonFiniteNegativeAndOutOfRangeNumbersAreErrors) {
   EXPECT_DOUBLE_EQ(parse_bytes("1e293PB"), 1e308);
   EXPECT_DOUBLE_EQ(parse_bytes("0B"), 0);
   EXPECT_FALSE(std::signbit(parse_bytes("0B")));
+}
+
+// The schemas' pattern for a quantity (config_schema.h) accepts what parse_quantity does, short of range.
+TEST(Units, QuantityPatternMatchesWhatParsesAndNothingElse) {
+  struct Text {
+    std::string text;
+    UnitKind kind;
+  };
+  const std::vector<Text> texts = {
+      {"141GB", UnitKind::kBytes},        {"512GiB", UnitKind::kBytes},
+      {"16 KiB", UnitKind::kBytes},       {".5TB", UnitKind::kBytes},
+      {"5.B", UnitKind::kBytes},          {"1e9B", UnitKind::kBytes},
+      {"2E+3kB", UnitKind::kBytes},       {"0B", UnitKind::kBytes},
+      {"4.8TB/s", UnitKind::kBandwidth},  {"55 GB/s", UnitKind::kBandwidth},
+      {"2us", UnitKind::kDuration},       {"1.5ms", UnitKind::kDuration},
+      {"20min", UnitKind::kDuration},     {"1h", UnitKind::kDuration},
+      {"989TFLOPS", UnitKind::kFlopRate}, {"2.5PFLOP/s", UnitKind::kFlopRate},
+      {"141", UnitKind::kBytes},          {"-4GB", UnitKind::kBytes},
+      {"+4GB", UnitKind::kBytes},         {"nanGB", UnitKind::kBytes},
+      {"infTB/s", UnitKind::kBandwidth},  {"GB", UnitKind::kBytes},
+      {"4Gb", UnitKind::kBytes},          {"4GB", UnitKind::kBandwidth},
+      {"4GiB/s", UnitKind::kBytes},       {"2 fortnights", UnitKind::kDuration},
+      {"2ks", UnitKind::kDuration},       {"1TFLOPs", UnitKind::kFlopRate},
+      {"0x10B", UnitKind::kBytes},        {"1e5", UnitKind::kDuration},
+  };
+  for (const Text& t : texts) {
+    bool parses = true;
+    try {
+      parse_quantity(t.text, t.kind);
+    } catch (const UnitError&) {
+      parses = false;
+    }
+    EXPECT_EQ(std::regex_search(t.text, std::regex(quantity_pattern(t.kind))), parses) << t.text;
+  }
 }
 
 TEST(Units, FormattingPicksAReadableScale) {

@@ -64,16 +64,8 @@ void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode&
       node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
     s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
     s.layerwise_overlap = node.boolean("layerwise_overlap", false);
-    std::string policy = node.string("load_policy", "always");
-    if (policy != "always" && policy != "breakeven") {
-      node.child("load_policy").fail("expected always or breakeven, got '" + policy + "'");
-    }
-    s.recompute_when_faster = policy == "breakeven";
-    std::string transfers = node.string("transfers", "background");
-    if (transfers != "background" && transfers != "blocking") {
-      node.child("transfers").fail("expected background or blocking, got '" + transfers + "'");
-    }
-    s.blocking_transfers = transfers == "blocking";
+    s.recompute_when_faster = node.choice("load_policy", {"always", "breakeven"}, "always") == "breakeven";
+    s.blocking_transfers = node.choice("transfers", {"background", "blocking"}, "background") == "blocking";
   } else {
     s.gpus = s.hardware.gpu.count;
   }

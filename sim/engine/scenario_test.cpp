@@ -162,7 +162,7 @@ TEST(Scenario, WorkloadNumbersAreCheckedWhereTheyAreGiven) {
                                    "workload.rate=0"}),
             "--set workload.rate=0: expected a positive multiple of the trace's rate");
   EXPECT_EQ(plan_error(kScenario, {"workload.format=csv", "workload.source=trace", "workload.trace=t.jsonl"}),
-            "--set workload.format=csv: unknown trace format 'csv': expected mooncake, bailian or native");
+            "--set workload.format=csv: expected mooncake, bailian or native, got 'csv'");
 }
 
 TEST(Scenario, ScenarioNumbersAreCheckedWhereTheyAreGiven) {

@@ -34,12 +34,10 @@ AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
 void read_trace_keys(const ConfigNode& w, WorkloadSettings& settings) {
   settings.trace = w.string("trace");
   if (w.has("format")) {
-    ConfigNode format = w.child("format");
-    try {
-      settings.format = parse_trace_format(format.as_string());
-    } catch (const ConfigError& e) {
-      format.fail(e.what());
-    }
+    const std::vector<std::string> formats = {trace_format_name(TraceFormat::kMooncake),
+                                              trace_format_name(TraceFormat::kBailian),
+                                              trace_format_name(TraceFormat::kNative)};
+    settings.format = parse_trace_format(w.choice("format", formats));
   }
   settings.skip_bad_lines = w.boolean("skip_bad_lines", false);
 }
@@ -83,11 +81,10 @@ WorkloadSettings read_settings(const Scenario& s) {
   w.allow_keys({"loop", "source", "agent", "trace", "format", "skip_bad_lines", "sessions", "duration",
                 "rate", "requests"});
   WorkloadSettings settings;
-  std::string loop = w.string("loop", "closed");
-  settings.source = w.has("source") ? w.string("source") : w.has("trace") ? "trace" : "agent";
-  if (settings.source != "agent" && settings.source != "trace")
-    w.child("source").fail("expected agent or trace, got '" + settings.source + "'");
-  if (loop != "closed" && loop != "open") w.child("loop").fail("expected closed or open, got '" + loop + "'");
+  std::string loop = w.choice("loop", {"closed", "open"}, "closed");
+  settings.source = w.has("source")  ? w.choice("source", {"agent", "trace"})
+                    : w.has("trace") ? "trace"
+                                     : "agent";
   settings.closed_loop = loop == "closed";
   if (settings.closed_loop) {
     read_closed_loop(w, s, settings);

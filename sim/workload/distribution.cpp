@@ -6,10 +6,11 @@
 namespace kvtier {
 
 Distribution Distribution::parse(const ConfigNode& node) {
+  node.schema_definition("distribution");
   if (node.is_scalar()) return constant(node.as_number());
   if (!node.is_map())
     node.fail("expected a number or a mapping such as {dist: lognormal, median: 1500, sigma: 1}");
-  std::string kind = node.string("dist");
+  std::string kind = node.choice("dist", {"constant", "uniform", "exponential", "lognormal", "normal"});
   Distribution d = constant(0);
   if (kind == "constant") {
     node.allow_keys({"dist", "value", "min", "max"});
@@ -28,13 +29,10 @@ Distribution Distribution::parse(const ConfigNode& node) {
     if (!(median > 0)) node.child("median").fail("expected a positive median");
     d = Distribution(Kind::kLognormal, std::log(median), node.number("sigma"));
     if (d.second_ < 0) node.child("sigma").fail("expected sigma >= 0");
-  } else if (kind == "normal") {
+  } else {  // normal
     node.allow_keys({"dist", "mean", "stddev", "min", "max"});
     d = Distribution(Kind::kNormal, node.number("mean"), node.number("stddev"));
     if (d.second_ < 0) node.child("stddev").fail("expected stddev >= 0");
-  } else {
-    node.child("dist").fail("unknown distribution '" + kind +
-                            "': expected constant, uniform, exponential, lognormal or normal");
   }
   d.min_ = node.number("min", d.min_);
   d.max_ = node.number("max", d.max_);

@@ -1,0 +1,38 @@
+# Script mode: writes the JSON Schemas afresh with `kvtier schema --out` and fails when the committed ones
+# (configs/schema/*.schema.json) differ from them, one is missing, or one is no longer written; CTest runs it
+# as kvtier_schema_files_test.
+# Usage: cmake -DKVTIER=<kvtier binary> -DSCHEMAS=<source root>/configs/schema -DOUT=<scratch folder>
+#              -P check_schemas.cmake
+cmake_minimum_required(VERSION 3.25)
+
+file(REMOVE_RECURSE "${OUT}")
+execute_process(COMMAND "${KVTIER}" schema --out "${OUT}" RESULT_VARIABLE status ERROR_VARIABLE errors)
+if(NOT status EQUAL 0)
+  message(FATAL_ERROR "kvtier schema --out failed (${status}):\n${errors}")
+endif()
+if(NOT errors STREQUAL "")
+  message(FATAL_ERROR "kvtier schema --out warned:\n${errors}")
+endif()
+set(regenerate "run `kvtier schema --out configs/schema` from the source root and commit the result")
+file(GLOB written RELATIVE "${OUT}" "${OUT}/*.schema.json")
+file(GLOB committed RELATIVE "${SCHEMAS}" "${SCHEMAS}/*.schema.json")
+set(failures "")
+foreach(name IN LISTS written)
+  if(NOT name IN_LIST committed)
+    string(APPEND failures "configs/schema/${name} is missing\n")
+    continue()
+  endif()
+  file(READ "${OUT}/${name}" fresh)
+  file(READ "${SCHEMAS}/${name}" old)
+  if(NOT fresh STREQUAL old)
+    string(APPEND failures "configs/schema/${name} is not what kvtier's readers record now\n")
+  endif()
+endforeach()
+foreach(name IN LISTS committed)
+  if(NOT name IN_LIST written)
+    string(APPEND failures "configs/schema/${name} is no kind of file kvtier schema writes\n")
+  endif()
+endforeach()
+if(NOT failures STREQUAL "")
+  message(FATAL_ERROR "${failures}${regenerate}")
+endif()
