@@ -5,6 +5,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/core/checked_file.h"
+#include "sim/core/cli_help.h"
 #include "sim/core/config.h"
 #include "sim/engine/file_schemas.h"
 
@@ -46,10 +47,11 @@ void add_schema_command(CLI::App& app) {
   auto options = std::make_shared<SchemaOptions>();
   CLI::App* command = app.add_subcommand(
       "schema", "Print the JSON Schema of a kind of YAML file, for editors (recorded from kvtier's readers)");
-  command->add_option("kind", options->kind, "model, hardware, scenario, workload, tiers or kv")
-      ->check(CLI::IsMember(file_schema_kinds()));
-  command->add_option("--out", options->out,
-                      "Write <kind>.schema.json into this folder (every kind without KIND)");
+  command->add_option("kind", options->kind, "The kind of file (with --out alone: every kind)")
+      ->check(CLI::IsMember(file_schema_kinds()))
+      ->type_name(choices_label(file_schema_kinds()));
+  command->add_option("--out", options->out, "Write <kind>.schema.json into this folder instead of printing")
+      ->type_name("DIR");
   command->callback([options] { run_schema(*options); });
 }
 
