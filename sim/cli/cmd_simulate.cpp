@@ -11,7 +11,7 @@
 #include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
 #include "sim/cli/output.h"
-#include "sim/cli/run_folder.h"
+#include "sim/cli/runs_folder.h"
 #include "sim/cli/simulation_report.h"
 #include "sim/cli/staged_output.h"
 #include "sim/core/checked_file.h"

@@ -1,4 +1,4 @@
-#include "sim/cli/run_folder.h"
+#include "sim/cli/runs_folder.h"
 
 #include <cstdlib>
 #include <fstream>
