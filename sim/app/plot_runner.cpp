@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "sim/core/config.h"
 #include "sim/core/config_files.h"
@@ -46,7 +47,19 @@ void run_plot_script(const std::string& script_path, const std::vector<std::stri
   int status = -1;
   if (FILE* pipe = ::popen(command.c_str(), "r")) {
     char buffer[512];
-    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+    // A line the script starts with "kvtier: " is for the user now (what it is drawing); the rest is kept
+    // for the error message. fgets splits only lines longer than the buffer.
+    bool line_start = true, for_user = false;
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+      if (line_start) for_user = std::string_view(buffer).starts_with("kvtier: ");
+      line_start = std::string_view(buffer).ends_with('\n');
+      if (for_user) {
+        std::fputs(buffer, stderr);
+        std::fflush(stderr);
+      } else {
+        output += buffer;
+      }
+    }
     status = ::pclose(pipe);
   }
   std::filesystem::remove(script);

@@ -11,8 +11,9 @@ namespace kvtier {
 
 std::string python_interpreter();
 
-// Runs the embedded script `script_path` (such as "sim/plots/simulation.py") with `args`. Throws
-// ConfigError with the interpreter's output when it fails.
+// Runs the embedded script `script_path` (such as "sim/plots/simulation.py") with `args`. Lines of its
+// output that start with "kvtier: " go to stderr as they come (a script says so what it is drawing); the
+// rest is kept. Throws ConfigError with the interpreter's kept output when it fails.
 void run_plot_script(const std::string& script_path, const std::vector<std::string>& args);
 
 }  // namespace kvtier

@@ -119,11 +119,16 @@ TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
   CliResult first = run_kvtier("simulate " + scenario + " --out " + a);
   ASSERT_EQ(first.exit_code, 0) << first.out;
   EXPECT_NE(first.out.find("TTFT p95"), std::string::npos) << first.out;
+  // The plots take a second or more: the user is told, with the folder they will be in (not the hidden
+  // one they are drawn into).
+  EXPECT_NE(first.out.find("kvtier: drawing 3 plots in " + a + "/ ...\n"), std::string::npos) << first.out;
   for (const char* file : {"summary.json", "report.md", "run/requests.csv", "run/timeseries.csv",
                            "ttft_cdf.png", "hit_rate.png", "link_utilisation.png"}) {
     EXPECT_TRUE(std::filesystem::exists(a + "/" + file)) << file;
   }
-  ASSERT_EQ(run_kvtier("simulate " + scenario + " --no-plots --out " + b).exit_code, 0);
+  CliResult second = run_kvtier("simulate " + scenario + " --no-plots --out " + b);
+  ASSERT_EQ(second.exit_code, 0) << second.out;
+  EXPECT_EQ(second.out.find("drawing"), std::string::npos) << second.out;
   EXPECT_EQ(read_file(a + "/run/requests.csv"), read_file(b + "/run/requests.csv"));
   EXPECT_EQ(read_file(a + "/run/timeseries.csv"), read_file(b + "/run/timeseries.csv"));
 }

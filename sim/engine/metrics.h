@@ -20,6 +20,9 @@ struct TimeSample {
   double hbm_cache_bytes = 0;  // cached, unpinned prefix blocks
   int64_t queued = 0;
   int64_t running = 0;
+  // Per link of the node, its mean utilisation over the interval ending at time_s, in [0, 1]: the bytes it
+  // carried over what its bandwidth allows (the simulator), or the time copies crossing it ran over the
+  // interval (kvtier-hw serve).
   std::vector<double> link_utilisation;
   std::vector<double> tier_hit_rate;  // over the requests admitted since the previous sample
 };

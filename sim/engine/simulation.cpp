@@ -36,14 +36,26 @@ HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
   return hw;
 }
 
-// Wakes every interval and records the instance's state, until the serving actor ends.
-void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, const Platform& platform,
+// Wakes every interval and records the instance's state, until the serving actor ends. A link's
+// utilisation is its mean over the interval: the bytes it carried since the previous sample over what its
+// bandwidth could have carried.
+void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, Platform& platform,
             std::vector<TimeSample>& samples) {
   sg4::Actor::self()->daemonize();
+  std::vector<double> before = platform.carried_bytes();
+  double since = sg4::Engine::get_clock();
   while (true) {
     sg4::this_actor::sleep_for(s.sample_interval_s);
-    TimeSample t = sample_state(sg4::Engine::get_clock(), cache, instance.state());
-    t.link_utilisation = platform.link_utilisation();
+    const double now = sg4::Engine::get_clock();
+    TimeSample t = sample_state(now, cache, instance.state());
+    std::vector<double> carried = platform.carried_bytes();
+    for (size_t l = 0; l < carried.size(); ++l) {
+      double capacity = platform.bandwidth(l) * (now - since);
+      double busy = capacity > 0 ? (carried[l] - before[l]) / capacity : 0;
+      t.link_utilisation.push_back(std::clamp(busy, 0.0, 1.0));
+    }
+    before = std::move(carried);
+    since = now;
     samples.push_back(std::move(t));
   }
 }

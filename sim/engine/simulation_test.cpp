@@ -184,6 +184,36 @@ TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
   EXPECT_EQ(stored, d2h);
 }
 
+// timeseries.csv's util_<link> is the link's mean utilisation over the interval that ends at the sample:
+// the bytes it carried there over what its bandwidth allows. The trace above loads 6 blocks over PCIe at
+// 200 s (7.3 ms of the link), so the sample at 201 s holds all of it and no other sample any (a fourth
+// request, at 300 s and sharing nothing, keeps the run going past it); the stores B's admission makes at
+// 100 s land by the sample at 101 s.
+TEST(Simulation, LinkUtilisationIsTheBusyFractionOfEachInterval) {
+  std::string trace =
+      temp_file("kvtier_sim_util.jsonl",
+                mooncake_line(0, 16 * 512, 1, 16) + mooncake_line(100000, 20 * 512, 100, 20) +
+                    mooncake_line(200000, 17 * 512, 1, 16, 17) + mooncake_line(300000, 512, 500, 1));
+  Scenario s =
+      scenario_from(one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB") +
+                    "sample_interval: 1s\n");
+  std::string out = (std::filesystem::temp_directory_path() / "kvtier_sim_util").string();
+  run(s, false, out);
+  const std::string series = out + "/timeseries.csv";
+  const std::vector<double> times = csv_column(series, "time_s"), h2d = csv_column(series, "util_pcie_h2d_0"),
+                            d2h = csv_column(series, "util_pcie_d2h_0");
+  ASSERT_GE(times.size(), 201u);
+  const double block = 512.0 * 131072;
+  for (size_t i = 0; i < times.size(); ++i) {
+    EXPECT_NEAR(h2d[i], times[i] == 201 ? 6 * block / 55e9 : 0, 1e-10) << times[i];  // 9 digits in the CSV
+    EXPECT_GE(d2h[i], 0) << times[i];
+    EXPECT_LE(d2h[i], 1) << times[i];
+  }
+  double stored_by_101 = 0;
+  for (size_t i = 0; i < times.size() && times[i] <= 101; ++i) stored_by_101 += d2h[i] * 55e9;
+  EXPECT_NEAR(stored_by_101, 6 * block, 1e3);
+}
+
 // instance.transfers: blocking: no step runs while a copy is in flight. B's admission demotes 6 of A's
 // blocks (one moves at once, five queue behind it); B's first chunk waits for all six, where in the
 // background mode it runs at once beside them. C's admission loads A's 6 blocks from DRAM and demotes 7

@@ -1,5 +1,7 @@
 #include "sim/engine/simgrid/platform.h"
 
+#include <algorithm>
+
 #include "sim/core/config.h"
 #include "sim/engine/isolated_run.h"
 
@@ -23,6 +25,7 @@ Platform::Platform(const HardwareConfig& hw, int gpus) : node_(hw, gpus) {
     links_.push_back(zone->create_link(l.name, l.bandwidth)->set_latency(l.latency)->seal());
     link_names_.push_back(l.name);
     link_bytes_.push_back(0);
+    carried_.push_back(0);
   }
   for (const auto& [key, route] : node_.routes()) {
     const auto& [from, to, gpu] = key;
@@ -57,21 +60,55 @@ sg4::Host* Platform::host_of(Medium medium, int gpu) const {
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
   bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
   int shards = per_gpu ? gpus() : 1;
+  if (flows_.size() >= prune_at_) {
+    prune();
+    prune_at_ = std::max<size_t>(64, 2 * flows_.size());
+  }
   std::vector<sg4::CommPtr> comms;
   for (int g = 0; g < shards; ++g) {
     sg4::Host* src = host_of(from, g);
     sg4::Host* dst = host_of(to, g);
     double shard = bytes / shards;
-    for (int l : node_.route(from, to, g)) link_bytes_[l] += shard;
-    comms.push_back(sg4::Comm::sendto_async(src, dst, static_cast<uint64_t>(shard)));
+    const std::vector<int>& route = node_.route(from, to, g);
+    for (int l : route) link_bytes_[l] += shard;
+    auto size = static_cast<uint64_t>(shard);
+    comms.push_back(sg4::Comm::sendto_async(src, dst, size));
+    flows_.push_back({comms.back(), route, static_cast<double>(size), 0});
   }
   return comms;
 }
 
-std::vector<double> Platform::link_utilisation() const {
-  std::vector<double> out;
-  for (const sg4::Link* link : links_) out.push_back(link->get_usage() / link->get_bandwidth());
-  return out;
+void Platform::count(Flow& flow, double done) {
+  for (int l : flow.links) carried_[l] += done - flow.counted;
+  flow.counted = done;
+}
+
+// A Comm's remaining bytes are its progress: all of them while its latency runs, 0 once it has landed (or
+// been cancelled, which is why a cancel is counted first). Reading them is not a simcall, so sampling does
+// not reorder the actors.
+void Platform::cancel(const std::vector<sg4::CommPtr>& comms) {
+  for (const sg4::CommPtr& c : comms) {
+    auto it = std::find_if(flows_.begin(), flows_.end(), [&](const Flow& f) { return f.comm == c; });
+    if (it != flows_.end()) {
+      count(*it, it->bytes - c->get_remaining());
+      flows_.erase(it);
+    }
+    c->cancel();
+  }
+}
+
+// Counts every flow's progress and forgets the flows that have landed.
+void Platform::prune() {
+  std::erase_if(flows_, [&](Flow& f) {
+    double remaining = f.comm->get_remaining();
+    count(f, f.bytes - remaining);
+    return remaining <= 0;
+  });
+}
+
+std::vector<double> Platform::carried_bytes() {
+  prune();
+  return carried_;
 }
 
 double time_on_platform(const HardwareConfig& hardware, int gpus,

@@ -32,11 +32,19 @@ class Platform {
   // evenly over the instance's GPUs (each holds its shard of every layer), so it returns one Comm per GPU.
   std::vector<simgrid::s4u::CommPtr> transfer(Medium from, Medium to, double bytes);
 
-  // Names of the links in a fixed order, and the bytes each has carried so far.
+  // Cancels a transfer this platform started, counting what it had carried (a cancelled Comm no longer
+  // says how far it got).
+  void cancel(const std::vector<simgrid::s4u::CommPtr>& comms);
+
+  // Names of the links in a fixed order, and the bytes of the transfers started on each so far (a
+  // transfer counts whole when it starts, a cancelled one too).
   const std::vector<std::string>& link_names() const { return link_names_; }
   const std::vector<double>& link_bytes() const { return link_bytes_; }
-  // Current utilisation of each link, in [0, 1].
-  std::vector<double> link_utilisation() const;
+  // Bytes each link has actually carried up to now: the progress of every transfer over it, so that the
+  // difference between two readings over bandwidth x elapsed time is the link's mean utilisation between
+  // them (the time-series' util_ columns).
+  std::vector<double> carried_bytes();
+  double bandwidth(size_t link) const { return node_.links()[link].bandwidth; }
 
   int gpus() const { return static_cast<int>(gpu_hosts_.size()); }
 
@@ -47,6 +55,20 @@ class Platform {
   std::vector<simgrid::s4u::Link*> links_;
   std::vector<std::string> link_names_;
   std::vector<double> link_bytes_;
+  // Transfers whose progress is not yet all in carried_: the Comm, the links it crosses, its size and the
+  // bytes of it already counted.
+  struct Flow {
+    simgrid::s4u::CommPtr comm;
+    std::vector<int> links;
+    double bytes = 0;
+    double counted = 0;
+  };
+  void count(Flow& flow, double done);
+  void prune();
+  std::vector<Flow> flows_;
+  // transfer() prunes flows_ when it reaches this size, so that it stays within twice the flows moving.
+  size_t prune_at_ = 64;
+  std::vector<double> carried_;
   simgrid::s4u::Host* dram_ = nullptr;
   simgrid::s4u::Host* nvme_ = nullptr;
   simgrid::s4u::Host* remote_ = nullptr;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "sim/core/config_files.h"
 
 namespace kvtier {
@@ -69,6 +71,36 @@ TEST(Platform, BytesAreCountedPerLinkAndSplitOverGpus) {
     }
   });
   EXPECT_NEAR(end, 2.8e-6 + 0.5e6 / 55e9, 1e-9);  // each GPU loads its half
+}
+
+// What the time series' util_ columns are made of: a link's carried bytes grow with the transfers'
+// progress (not when they start), and a cancelled transfer keeps what it had carried.
+TEST(Platform, CarriedBytesFollowProgressAndStopAtACancel) {
+  const double rate = 55.2e9, latency = 2.8e-6;  // h200's PCIe host to device
+  double end = simulate("h200", 1, [&](Platform& p) {
+    auto expect = [&](const char* when, double h2d) {
+      std::vector<double> carried = p.carried_bytes();
+      for (size_t i = 0; i < carried.size(); ++i) {
+        double expected = p.link_names()[i] == "dram" || p.link_names()[i] == "pcie_h2d_0" ? h2d : 0;
+        if (std::abs(carried[i] - expected) > 1e3)
+          throw std::runtime_error(std::string(when) + ": " + p.link_names()[i] + " carried " +
+                                   std::to_string(carried[i]) + ", not " + std::to_string(expected));
+      }
+    };
+    auto cancelled = p.transfer(Medium::kDram, Medium::kHbm, rate);  // 1 s of the link alone
+    simgrid::s4u::this_actor::sleep_for(0.5);
+    expect("half way", (0.5 - latency) * rate);
+    for (size_t i = 0; i < p.link_names().size(); ++i) {
+      if (p.link_names()[i] == "pcie_h2d_0" && p.link_bytes()[i] != rate)
+        throw std::runtime_error("link_bytes counts a transfer whole from its start");
+    }
+    p.cancel(cancelled);
+    simgrid::s4u::this_actor::sleep_for(0.5);
+    expect("after the cancel", (0.5 - latency) * rate);
+    for (auto& c : p.transfer(Medium::kDram, Medium::kHbm, 1e9)) c->wait();
+    expect("after a second transfer", (0.5 - latency) * rate + 1e9);
+  });
+  EXPECT_NEAR(end, 1.0 + latency + 1e9 / rate, 1e-6);
 }
 
 }  // namespace

@@ -111,9 +111,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
 
 void ServingInstance::cancel_load(LoadHandle handle) {
   auto it = loads_.find(handle);
-  for (const LoadPart& part : it->second.parts) {
-    for (const sg4::CommPtr& c : part.comms) c->cancel();
-  }
+  for (const LoadPart& part : it->second.parts) platform_.cancel(part.comms);
   loads_.erase(it);
 }
 
