@@ -298,7 +298,7 @@ FileTiers parse_lmcache_tiers(const ConfigNode& root, const ModelCard& model, in
   if (block_tokens != chunk) {
     const std::string what =
         "LMCache stores chunks of " + std::to_string(chunk) +
-        " tokens, and kvtier has one block size for every " + "tier, but the blocks here are " +
+        " tokens, and kvtier has one block size for every tier, but the blocks here are " +
         std::to_string(block_tokens) +
         " tokens; leave --block-tokens out (the chunk size is then the block size) or give --block-tokens " +
         std::to_string(chunk);
@@ -309,8 +309,7 @@ FileTiers parse_lmcache_tiers(const ConfigNode& root, const ModelCard& model, in
       !root.child("extra_config").has("kvtier_hbm")) {
     const std::string what =
         "missing extra_config.kvtier_hbm: vLLM's GPU prefix cache, which an LMCache file does not describe, "
-        "is "
-        "kvtier's tier 0; add extra_config: {kvtier_hbm: {capacity: 40GiB, kv: bf16}} (LMCache ignores "
+        "is kvtier's tier 0; add extra_config: {kvtier_hbm: {capacity: 40GiB, kv: bf16}} (LMCache ignores "
         "extra_config entries it does not know)";
     if (root.has("extra_config")) root.child("extra_config").fail(what);
     root.fail(what);
@@ -326,10 +325,10 @@ FileTiers parse_lmcache_tiers(const ConfigNode& root, const ModelCard& model, in
   extra.allow_keys({"kvtier_hbm", "kvtier_remote"});  // passes by now; tells the schema the keys
   ConfigNode hbm_node = extra.child("kvtier_hbm");
   FileTiers out{{parse_hbm_tier(hbm_node, model, block_tokens)}, {hbm_node}, {hbm_node.child("kv")}, root};
-  const TierSpec& hbm = out.tiers[0];
+  const TierSpec hbm = out.tiers[0];  // a copy: out.tiers grows below
   const PolicyKind policy = lmcache_policy(root);
-  (void)flag(root, "save_unfull_chunk",
-             false);  // checked; kvtier stores partial blocks (config-reference.md)
+  // Checked, no effect: kvtier stores a request's partial last block in every tier (config-reference.md).
+  (void)flag(root, "save_unfull_chunk", false);
 
   // Without local_cpu LMCache keeps no CPU copies: its buffer then only stages copies.
   const int64_t cpu_bytes = gb_bytes(root, "max_local_cpu_size", kDefaultCpuGb);
@@ -366,7 +365,8 @@ FileTiers parse_lmcache_tiers(const ConfigNode& root, const ModelCard& model, in
   } else if (extra.has("kvtier_remote")) {
     extra.child("kvtier_remote").fail("sizes the remote store of remote_url, which this file does not give");
   }
-  while (out.kv_keys.size() < out.tiers.size()) out.kv_keys.push_back(out.kv_keys[0]);
+  const ConfigNode hbm_kv = out.kv_keys[0];
+  while (out.kv_keys.size() < out.tiers.size()) out.kv_keys.push_back(hbm_kv);
   return out;
 }
 
