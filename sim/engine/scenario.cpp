@@ -1,7 +1,10 @@
 #include "sim/engine/scenario.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -39,29 +42,112 @@ std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std:
   return rates;
 }
 
-int64_t positive_integer(const ConfigNode& node, const char* key, int64_t fallback, const char* what) {
-  int64_t value = node.integer(key, fallback);
-  if (value <= 0) node.child(key).fail(std::string("expected a positive ") + what);
+int64_t positive_integer(const std::optional<ConfigNode>& node, int64_t fallback, const char* what) {
+  if (!node) return fallback;
+  int64_t value = node->as_integer();
+  if (value <= 0) node->fail(std::string("expected a positive ") + what);
   return value;
 }
 
+// Where a node is, without its key path: "s.yaml:4:12", or the --set that gave it.
+std::string location_of(const ConfigNode& node) {
+  std::string where = node.where();
+  const std::string suffix = ": " + node.path();
+  if (where.ends_with(suffix)) where.erase(where.size() - suffix.size());
+  return where;
+}
+
+[[noreturn]] void fail_same_setting(const ConfigNode& given, const ConfigNode& other) {
+  given.fail("the same setting as " + other.path() + " (" + location_of(other) + "); give one of them");
+}
+
+// vLLM's engine arguments that name a setting of the instance, as its Python EngineArgs spells them and
+// with dashes, as its command line does (--gpu-memory-utilization).
+std::string dashed(std::string_view vllm_name) {
+  std::string name(vllm_name);
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+// The instance's value of one setting under kvtier's name (none for a setting kept elsewhere) or vLLM's
+// (either spelling); giving it twice is an error naming both.
+std::optional<ConfigNode> instance_setting(const ConfigNode& instance, std::string_view kvtier_name,
+                                           std::string_view vllm_name) {
+  std::optional<ConfigNode> found;
+  for (const std::string& key : {std::string(kvtier_name), std::string(vllm_name), dashed(vllm_name)}) {
+    if (key.empty() || !instance.has(key)) continue;
+    ConfigNode node = instance.child(key);
+    if (found) fail_same_setting(node, *found);
+    found = node;
+  }
+  return found;
+}
+
+constexpr std::array<std::string_view, 6> kVllmInstanceNames = {
+    "tensor_parallel_size", "max_num_batched_tokens", "max_num_seqs", "gpu_memory_utilization",
+    "block_size",           "kv_cache_dtype",
+};
+
+std::vector<std::string> instance_keys() {
+  std::vector<std::string> keys = {"gpus", "max_batch_tokens", "max_running", "hbm_utilisation"};
+  for (const char* key : {"activation_reserve", "layerwise_overlap", "load_policy", "transfers"}) {
+    keys.emplace_back(key);
+  }
+  for (std::string_view name : kVllmInstanceNames) {
+    keys.emplace_back(name);
+    keys.push_back(dashed(name));
+  }
+  return keys;
+}
+
+// vLLM's kv_cache_dtype as the KV preset of the GPU cache (tier 0): auto is the model's 16-bit dtype (vLLM
+// keeps the KV in bf16 or fp16, even for fp32 or fp8 weights), which takes bf16's two bytes, as float16 does.
+std::string kv_preset_of(const ConfigNode& kv_cache_dtype) {
+  const std::string value = kv_cache_dtype.as_string();
+  const std::vector<std::string> accepted = {"auto", "bfloat16", "float16", "fp8", "fp8_e4m3", "fp8_e5m2"};
+  if (std::find(accepted.begin(), accepted.end(), value) == accepted.end()) {
+    kv_cache_dtype.fail(
+        "expected a kv_cache_dtype kvtier has a layout for: auto, bfloat16 or float16 (bf16), fp8, "
+        "fp8_e4m3 or fp8_e5m2 (fp8); got '" +
+        value + "' (fp8_inc, fp8_ds_mla and int8 have none)");
+  }
+  kv_cache_dtype.as_choice(accepted);  // passes by now; tells the schema (config_schema.h) the values
+  return value == "auto" || value == "bfloat16" || value == "float16" ? "bf16" : "fp8";
+}
+
+// The instance's settings that vLLM's names put elsewhere in kvtier: block_size is cache.block_tokens,
+// kv_cache_dtype tier 0's kv.
+struct VllmCacheKeys {
+  std::optional<ConfigNode> block_size;
+  std::optional<ConfigNode> kv_cache_dtype;
+};
+
 // `instance` may be absent: its keys default, and an error about the whole instance names the root.
-void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode& root, Scenario& s) {
+VllmCacheKeys parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode& root, Scenario& s) {
   const ConfigNode& node = instance ? *instance : root;
+  VllmCacheKeys vllm;
   if (instance) {
-    node.allow_keys({"gpus", "max_batch_tokens", "max_running", "hbm_utilisation", "activation_reserve",
-                     "layerwise_overlap", "load_policy", "transfers"});
-    int64_t gpus = node.integer("gpus", s.hardware.gpu.count);
-    if (gpus <= 0 || gpus > s.hardware.gpu.count) {
-      node.child("gpus").fail("expected 1 to " + std::to_string(s.hardware.gpu.count) +
-                              " GPUs (the node's count)");
+    node.allow_keys(instance_keys());
+    s.gpus = s.hardware.gpu.count;
+    if (std::optional<ConfigNode> gpus = instance_setting(node, "gpus", "tensor_parallel_size")) {
+      const int64_t count = gpus->as_integer();
+      if (count <= 0 || count > s.hardware.gpu.count) {
+        gpus->fail("expected 1 to " + std::to_string(s.hardware.gpu.count) + " GPUs (the node's count)");
+      }
+      s.gpus = static_cast<int>(count);
     }
-    s.gpus = static_cast<int>(gpus);
-    s.max_batch_tokens = positive_integer(node, "max_batch_tokens", s.max_batch_tokens, "token budget");
-    s.max_running = positive_integer(node, "max_running", s.max_running, "number of sequences");
-    s.hbm_utilisation = node.number("hbm_utilisation", s.hbm_utilisation);
-    if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1)
-      node.child("hbm_utilisation").fail("expected a fraction in (0, 1]");
+    s.max_batch_tokens =
+        positive_integer(instance_setting(node, "max_batch_tokens", "max_num_batched_tokens"),
+                         s.max_batch_tokens, "token budget");
+    s.max_running = positive_integer(instance_setting(node, "max_running", "max_num_seqs"), s.max_running,
+                                     "number of sequences");
+    if (std::optional<ConfigNode> share =
+            instance_setting(node, "hbm_utilisation", "gpu_memory_utilization")) {
+      s.hbm_utilisation = share->as_number();
+      if (s.hbm_utilisation <= 0 || s.hbm_utilisation > 1) share->fail("expected a fraction in (0, 1]");
+    }
+    vllm.block_size = instance_setting(node, "", "block_size");
+    vllm.kv_cache_dtype = instance_setting(node, "", "kv_cache_dtype");
     s.activation_reserve_bytes = node.quantity("activation_reserve", UnitKind::kBytes, 0);
     s.layerwise_overlap = node.boolean("layerwise_overlap", false);
     s.recompute_when_faster = node.choice("load_policy", {"always", "breakeven"}, "always") == "breakeven";
@@ -75,18 +161,30 @@ void parse_instance(const std::optional<ConfigNode>& instance, const ConfigNode&
     node.fail(s.model.name + "'s weights (" + format_bytes(s.model.weight_bytes()) +
               ") leave no HBM for KV on " + std::to_string(s.gpus) + " GPUs");
   }
+  return vllm;
 }
 
-// Tier 0's capacity is what the instance leaves for KV; the file must not set it.
-void parse_cache(const ConfigNode& root, Scenario& s) {
+// Tier 0's capacity is what the instance leaves for KV; the file must not set it. The block size and tier
+// 0's KV may come from the instance under vLLM's names.
+void parse_cache(const ConfigNode& root, const VllmCacheKeys& vllm, Scenario& s) {
   ConfigNode cache = root.child("cache");
   cache.allow_keys({"block_tokens", "tiers"});
-  s.block_tokens = cache.integer("block_tokens", s.block_tokens);
-  if (s.block_tokens <= 0 || s.block_tokens > kMaxBlockTokens)
-    cache.child("block_tokens").fail("expected a block size of 1 to 1048576 tokens");
+  std::optional<ConfigNode> block_tokens = cache.optional_child("block_tokens");
+  if (vllm.block_size && block_tokens) fail_same_setting(*vllm.block_size, *block_tokens);
+  if (vllm.block_size) block_tokens = vllm.block_size;
+  if (block_tokens) {
+    s.block_tokens = block_tokens->as_integer();
+    if (s.block_tokens <= 0 || s.block_tokens > kMaxBlockTokens)
+      block_tokens->fail("expected a block size of 1 to 1048576 tokens");
+  }
   ConfigNode tiers_node = cache.child("tiers");
   std::vector<ConfigNode> tiers = tiers_node.elements();
   if (tiers.empty()) tiers_node.fail("expected at least the hbm tier");
+  std::optional<KvLayout> tier0_layout;
+  if (vllm.kv_cache_dtype) {
+    if (tiers[0].has("kv")) fail_same_setting(*vllm.kv_cache_dtype, tiers[0].child("kv"));
+    tier0_layout = resolve_kv_layout(s.model, kv_preset_of(*vllm.kv_cache_dtype));
+  }
   for (const char* key : {"capacity", "capacity_tokens", "capacity_blocks"}) {
     if (tiers[0].has(key)) {
       tiers[0].child(key).fail(
@@ -99,7 +197,7 @@ void parse_cache(const ConfigNode& root, Scenario& s) {
   // Hits load into the instance's GPUs, not the whole node's.
   HardwareConfig instance_hardware = s.hardware;
   instance_hardware.gpu.count = s.gpus;
-  s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes, &instance_hardware);
+  s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes, &instance_hardware, tier0_layout);
 }
 
 void parse_slo(const ConfigNode& root, Scenario& s) {
@@ -124,8 +222,8 @@ Scenario parse_scenario(const ConfigNode& root) {
   const std::optional<Calibration> calibration = load_scenario_calibration(root, s);
   s.hardware = load_hardware_with(root, calibration);
   if (calibration) s.step_costs = serving_step_costs(*calibration, s.model);
-  parse_instance(root.optional_child("instance"), root, s);
-  parse_cache(root, s);
+  const VllmCacheKeys vllm = parse_instance(root.optional_child("instance"), root, s);
+  parse_cache(root, vllm, s);
   s.tier_conversions = tier_conversion_rates(s, calibration);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);

@@ -250,5 +250,122 @@ TEST(Scenario, EachTierConvertsAtItsEncodingsMeasuredRateElseTheEstimate) {
   EXPECT_DOUBLE_EQ(s.tier_conversions[2].store_bytes_per_s, 0.7 * 4.8e12);
 }
 
+// The scenario with line 4, the instance, replaced.
+std::string with_instance(const std::string& instance, std::string text = kScenario) {
+  size_t line = text.find("instance:");
+  return text.replace(line, text.find('\n', line) - line, instance);
+}
+
+Scenario first_scenario(const std::string& text) {
+  return plan(text)[0].scenario;
+}
+
+// vLLM's engine arguments, as EngineArgs spells them and as its command line does, set kvtier's keys.
+TEST(Scenario, VllmEngineArgumentsSetTheInstance) {
+  Scenario s =
+      first_scenario(with_instance("instance: {tensor_parallel_size: 1, gpu_memory_utilization: 0.8, "
+                                   "max_num_batched_tokens: 4096, max_num_seqs: 64, "
+                                   "activation_reserve: 8GiB}"));
+  EXPECT_EQ(s.gpus, 1);
+  EXPECT_EQ(s.hbm_utilisation, 0.8);
+  EXPECT_EQ(s.max_batch_tokens, 4096);
+  EXPECT_EQ(s.max_running, 64);
+  double expected = s.hardware.gpu.hbm_capacity * 0.8 - 8.0 * (1 << 30) - s.model.weight_bytes();
+  EXPECT_EQ(s.tiers[0].capacity_bytes, static_cast<int64_t>(std::nearbyint(expected)));
+
+  s =
+      first_scenario(with_instance("instance: {tensor-parallel-size: 1, gpu-memory-utilization: 0.85, "
+                                   "max-num-batched-tokens: 2048, max-num-seqs: 32}"));
+  EXPECT_EQ(s.gpus, 1);
+  EXPECT_EQ(s.hbm_utilisation, 0.85);
+  EXPECT_EQ(s.max_batch_tokens, 2048);
+  EXPECT_EQ(s.max_running, 32);
+}
+
+// block_size is cache.block_tokens for every tier: Llama-3.1-8B's 131,072 bf16 bytes per token make a
+// 16-token block 2 MiB.
+TEST(Scenario, VllmBlockSizeIsTheCachesBlockSize) {
+  std::string text = with_instance("instance: {gpus: 1, block_size: 16}");
+  text.erase(text.find("  block_tokens: 512\n"), 19);
+  Scenario s = plan(text)[0].scenario;
+  EXPECT_EQ(s.block_tokens, 16);
+  EXPECT_EQ(s.tiers[0].bytes_per_block(), 2097152);
+  EXPECT_EQ(s.tiers[1].bytes_per_block(), 2097152);
+  text.replace(text.find("block_size"), 10, "block-size");
+  EXPECT_EQ(plan(text)[0].scenario.block_tokens, 16);
+}
+
+// kv_cache_dtype is the GPU cache's KV, tier 0's; the tiers below keep their own kv. fp8 halves
+// Llama-3.1-8B's 131,072 bytes per token.
+TEST(Scenario, VllmKvCacheDtypeIsTier0sKv) {
+  const std::string tiers = "[{medium: hbm}, {medium: dram, kv: bf16, capacity: 96GiB}]";
+  for (const char* dtype : {"fp8", "fp8_e4m3", "fp8_e5m2"}) {
+    Scenario s = first_scenario(
+        with_instance(std::string("instance: {gpus: 1, kv_cache_dtype: ") + dtype + "}", with_tiers(tiers)));
+    EXPECT_EQ(s.tiers[0].layout.name, "fp8") << dtype;
+    EXPECT_EQ(s.tiers[0].layout.bytes_per_token(), 65536) << dtype;
+    EXPECT_EQ(s.tiers[1].layout.bytes_per_token(), 131072) << dtype;
+  }
+  for (const char* dtype : {"auto", "bfloat16", "float16"}) {
+    Scenario s = first_scenario(
+        with_instance(std::string("instance: {gpus: 1, kv-cache-dtype: ") + dtype + "}", with_tiers(tiers)));
+    EXPECT_EQ(s.tiers[0].layout.name, "bf16") << dtype;
+    EXPECT_EQ(s.tiers[0].layout.bytes_per_token(), 131072) << dtype;
+  }
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpus: 1, kv-cache-dtype: int8}", with_tiers(tiers))),
+      "s.yaml:4:37: instance.kv-cache-dtype: expected a kv_cache_dtype kvtier has a layout for: auto, "
+      "bfloat16 or float16 (bf16), fp8, fp8_e4m3 or fp8_e5m2 (fp8); got 'int8' (fp8_inc, fp8_ds_mla and "
+      "int8 have none)");
+  EXPECT_EQ(plan_error(with_tiers(tiers)), "s.yaml:7:11: cache.tiers[0]: missing required key 'kv'");
+}
+
+// One setting under two names is an error naming both, whichever names they are.
+TEST(Scenario, ASettingUnderTwoNamesIsAnError) {
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpus: 1, tensor_parallel_size: 1}")),
+      "s.yaml:4:43: instance.tensor_parallel_size: the same setting as instance.gpus (s.yaml:4:18); give "
+      "one of them");
+  EXPECT_EQ(plan_error(with_instance("instance: {hbm_utilisation: 0.8, gpu-memory-utilization: 0.8}")),
+            "s.yaml:4:58: instance.gpu-memory-utilization: the same setting as instance.hbm_utilisation "
+            "(s.yaml:4:29); give one of them");
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpu_memory_utilization: 0.8, gpu-memory-utilization: 0.8}")),
+      "s.yaml:4:65: instance.gpu-memory-utilization: the same setting as instance.gpu_memory_utilization "
+      "(s.yaml:4:36); give one of them");
+  EXPECT_EQ(plan_error(with_instance("instance: {max_batch_tokens: 4096, max_num_batched_tokens: 4096}")),
+            "s.yaml:4:60: instance.max_num_batched_tokens: the same setting as instance.max_batch_tokens "
+            "(s.yaml:4:30); give one of them");
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {max_running: 8, max-num-seqs: 8}")),
+      "s.yaml:4:42: instance.max-num-seqs: the same setting as instance.max_running (s.yaml:4:25); give one "
+      "of them");
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpus: 1, block_size: 16}")),
+      "s.yaml:4:33: instance.block_size: the same setting as cache.block_tokens (s.yaml:6:17); give one of "
+      "them");
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpus: 1, kv_cache_dtype: fp8}")),
+      "s.yaml:4:37: instance.kv_cache_dtype: the same setting as cache.tiers[0].kv (s.yaml:7:29); give one "
+      "of them");
+  // A --set of kvtier's name meets the file's vLLM name.
+  EXPECT_EQ(
+      plan_error(with_instance("instance: {gpus: 1, gpu_memory_utilization: 0.8}"),
+                 {"instance.hbm_utilisation=0.5"}),
+      "s.yaml:4:45: instance.gpu_memory_utilization: the same setting as instance.hbm_utilisation (--set "
+      "instance.hbm_utilisation=0.5); give one of them");
+}
+
+TEST(Scenario, VllmNamesAreCheckedWhereTheyAreGiven) {
+  EXPECT_EQ(plan_error(with_instance("instance: {gpus: 1, gpu_memory_utilization: 1.5}")),
+            "s.yaml:4:45: instance.gpu_memory_utilization: expected a fraction in (0, 1]");
+  EXPECT_EQ(plan_error(with_instance("instance: {tensor-parallel-size: 2}")),
+            "s.yaml:4:34: instance.tensor-parallel-size: expected 1 to 1 GPUs (the node's count)");
+  EXPECT_EQ(plan_error(with_instance("instance: {max_num_seqs: 0}")),
+            "s.yaml:4:26: instance.max_num_seqs: expected a positive number of sequences");
+  EXPECT_EQ(plan_error(with_instance("instance: {max_num_seq: 8}")),
+            "s.yaml:4:12: instance.max_num_seq: unknown key 'max_num_seq' (did you mean 'max_num_seqs'?)");
+}
+
 }  // namespace
 }  // namespace kvtier
