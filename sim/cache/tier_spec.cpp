@@ -48,7 +48,7 @@ int64_t parse_capacity_bytes(const ConfigNode& tier, int64_t bytes_per_block, in
     return *bytes;
   }
   const char* key = tier.has("capacity_tokens") ? "capacity_tokens" : "capacity_blocks";
-  int64_t count = tier.integer(key);
+  int64_t count = tier.token_count(key);
   if (count < 0) tier.child(key).fail("expected a non-negative count");
   int64_t blocks = tier.has("capacity_tokens") ? count / block_tokens : count;
   std::optional<int64_t> bytes = checked_mul(blocks, bytes_per_block);

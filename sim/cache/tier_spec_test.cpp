@@ -62,6 +62,10 @@ tiers:
   EXPECT_EQ(tiers[0].capacity_blocks(), 195);  // 100,000 / 512
   EXPECT_EQ(tiers[1].capacity_blocks(), 300);
   EXPECT_EQ(tiers[1].write, WriteMode::kThrough);
+  auto suffixed = parse("tiers:\n  - {medium: hbm, capacity_tokens: 1M, kv: fp8}\n"
+                        "  - {medium: dram, capacity_blocks: 2K, kv: bf16}\n");
+  EXPECT_EQ(suffixed[0].capacity_blocks(), 2048);  // 1,048,576 / 512
+  EXPECT_EQ(suffixed[1].capacity_blocks(), 2048);
 }
 
 TEST(ParseTiers, UnknownKeyIsLocatedWithSuggestion) {

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "sim/core/config_schema.h"
+#include "sim/core/token_count.h"
 
 namespace kvtier {
 namespace {
@@ -488,12 +489,27 @@ uint64_t ConfigNode::as_unsigned() const {
 
 int64_t ConfigNode::as_integer() const {
   if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kInteger));
+  return parsed_integer();
+}
+
+int64_t ConfigNode::parsed_integer() const {
   std::string text = this->text();
   int64_t value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec == std::errc::result_out_of_range) fail("expected an integer from -9223372036854775808 to 9223372036854775807, got '" + text + "'");
   if (ec != std::errc() || end != text.data() + text.size()) fail("expected an integer, got '" + text + "'");
   return value;
+}
+
+int64_t ConfigNode::as_token_count() const {
+  if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kTokenCount));
+  std::string text = this->text();
+  // A plain integer, zero and negatives included, is left to the reader's own range check.
+  if (text.empty() || std::isdigit(static_cast<unsigned char>(text.back()))) return parsed_integer();
+  std::string error;
+  std::optional<int64_t> count = read_token_count(text, error);
+  if (!count) fail(error);
+  return *count;
 }
 
 double ConfigNode::as_quantity(UnitKind kind) const {
@@ -526,6 +542,12 @@ int64_t ConfigNode::integer(std::string_view key) const {
 }
 int64_t ConfigNode::integer(std::string_view key, int64_t fallback) const {
   return has(key) ? integer(key) : fallback;
+}
+int64_t ConfigNode::token_count(std::string_view key) const {
+  return child(key).as_token_count();
+}
+int64_t ConfigNode::token_count(std::string_view key, int64_t fallback) const {
+  return has(key) ? token_count(key) : fallback;
 }
 uint64_t ConfigNode::unsigned_integer(std::string_view key, uint64_t fallback) const {
   return has(key) ? child(key).as_unsigned() : fallback;

@@ -83,6 +83,8 @@ class ConfigNode {
   std::string as_string() const;
   double as_number() const;  // finite
   int64_t as_integer() const;
+  // An integer, or a token or block count with K or M (32K = 32,768, token_count.h).
+  int64_t as_token_count() const;
   uint64_t as_unsigned() const;  // 0 to 2^64-1, such as a seed
   double as_quantity(UnitKind kind) const;
 
@@ -93,6 +95,8 @@ class ConfigNode {
   double number(std::string_view key, double fallback) const;
   int64_t integer(std::string_view key) const;
   int64_t integer(std::string_view key, int64_t fallback) const;
+  int64_t token_count(std::string_view key) const;
+  int64_t token_count(std::string_view key, int64_t fallback) const;
   uint64_t unsigned_integer(std::string_view key, uint64_t fallback) const;
   bool boolean(std::string_view key, bool fallback) const;
   double quantity(std::string_view key, UnitKind kind) const;
@@ -128,6 +132,7 @@ class ConfigNode {
  private:
   ConfigNode(YAML::Node node, std::shared_ptr<ConfigTree> tree, std::string path);
   ConfigNode located_child(std::string path, const YAML::Node& node) const;  // records the read
+  int64_t parsed_integer() const;  // the value as an integer, not recorded as a read
   std::string child_path(std::string_view key) const;
   bool contains(std::string_view key) const;  // has(), not recorded as a read
   std::string text() const;                   // as_string(), not recorded as a read

@@ -73,6 +73,9 @@ Json scalar_schema(const ScalarRead& read) {
       return {{"type", "string"}, {"pattern", quantity_pattern(read.unit)}};
     case ScalarRead::Kind::kChoice:
       return {{"enum", read.choices}};
+    case ScalarRead::Kind::kTokenCount:
+      return {{"anyOf",
+               Json::array({{{"type", "integer"}}, {{"type", "string"}, {"pattern", "^[0-9]+[kKM]$"}}})}};
   }
   return Json::object();
 }

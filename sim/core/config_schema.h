@@ -41,7 +41,7 @@ namespace kvtier {
 
 // What a reader asked one scalar to be.
 struct ScalarRead {
-  enum class Kind { kText, kNumber, kInteger, kUnsigned, kBoolean, kQuantity, kChoice };
+  enum class Kind { kText, kNumber, kInteger, kUnsigned, kBoolean, kQuantity, kChoice, kTokenCount };
   Kind kind = Kind::kText;
   UnitKind unit = UnitKind::kBytes;  // kQuantity
   std::vector<std::string> choices;  // kChoice

@@ -305,6 +305,20 @@ TEST(Config, UnsignedIntegersSpanAllOf64Bits) {
             "'9223372036854775808'");
 }
 
+// Token and block counts in files take K and M as on the command line (K = 1,024).
+TEST(Config, TokenCountsTakeSizeSuffixes) {
+  ConfigNode root = ConfigNode::load_string("a: 32K\nb: 1M\nc: 4096\nd: 0\ne: 3X\nf: -2\ng: 8k\n", "s.yaml");
+  EXPECT_EQ(root.token_count("a"), 32768);
+  EXPECT_EQ(root.token_count("b"), 1048576);
+  EXPECT_EQ(root.token_count("c"), 4096);
+  EXPECT_EQ(root.token_count("d"), 0);   // plain integers reach the reader's own range check
+  EXPECT_EQ(root.token_count("f"), -2);
+  EXPECT_EQ(root.token_count("g"), 8192);
+  EXPECT_EQ(root.token_count("absent", 256), 256);
+  EXPECT_EQ(error_of([&] { root.token_count("e"); }),
+            "s.yaml:5:4: e: expected a positive token count such as 4096 or 32K, got '3X'");
+}
+
 TEST(Config, NumbersMustBeFinite) {
   ConfigNode root = ConfigNode::load_string(
       "a: nan\nb: inf\nc: 1e400\nd: .inf\nf: 1e300\n", "s.yaml");

@@ -136,9 +136,11 @@ VllmCacheKeys parse_instance(const std::optional<ConfigNode>& instance, const Co
       }
       s.gpus = static_cast<int>(count);
     }
-    s.max_batch_tokens =
-        positive_integer(instance_setting(node, "max_batch_tokens", "max_num_batched_tokens"),
-                         s.max_batch_tokens, "token budget");
+    if (std::optional<ConfigNode> budget =
+            instance_setting(node, "max_batch_tokens", "max_num_batched_tokens")) {
+      s.max_batch_tokens = budget->as_token_count();
+      if (s.max_batch_tokens <= 0) budget->fail("expected a positive token budget");
+    }
     s.max_running = positive_integer(instance_setting(node, "max_running", "max_num_seqs"), s.max_running,
                                      "number of sequences");
     if (std::optional<ConfigNode> share =
@@ -173,7 +175,7 @@ void parse_cache(const ConfigNode& root, const VllmCacheKeys& vllm, Scenario& s)
   if (vllm.block_size && block_tokens) fail_same_setting(*vllm.block_size, *block_tokens);
   if (vllm.block_size) block_tokens = vllm.block_size;
   if (block_tokens) {
-    s.block_tokens = block_tokens->as_integer();
+    s.block_tokens = block_tokens->as_token_count();
     if (s.block_tokens <= 0 || s.block_tokens > kMaxBlockTokens)
       block_tokens->fail("expected a block size of 1 to 1048576 tokens");
   }

@@ -295,6 +295,15 @@ TEST(Scenario, VllmBlockSizeIsTheCachesBlockSize) {
   EXPECT_EQ(plan(text)[0].scenario.block_tokens, 16);
 }
 
+// Token counts in a scenario take K and M, as on the command line.
+TEST(Scenario, TokenCountsTakeSizeSuffixes) {
+  std::string text = with_instance("instance: {gpus: 1, max_batch_tokens: 8K}");
+  text.replace(text.find("  block_tokens: 512\n"), 19, "  block_tokens: 1K\n");
+  Scenario s = plan(text)[0].scenario;
+  EXPECT_EQ(s.max_batch_tokens, 8192);
+  EXPECT_EQ(s.block_tokens, 1024);
+}
+
 // kv_cache_dtype is the GPU cache's KV, tier 0's; the tiers below keep their own kv. fp8 halves
 // Llama-3.1-8B's 131,072 bytes per token.
 TEST(Scenario, VllmKvCacheDtypeIsTier0sKv) {

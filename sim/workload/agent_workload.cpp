@@ -84,7 +84,7 @@ AgentWorkload parse_agent_workload(const ConfigNode& node) {
   if (seed < 0) node.child("seed").fail("expected a non-negative integer");
   w.seed = static_cast<uint64_t>(seed);
   w.agents = positive(node, "agents", kMaxAgents);
-  w.shared_prefix_tokens = node.integer("shared_prefix_tokens");
+  w.shared_prefix_tokens = node.token_count("shared_prefix_tokens");
   if (w.shared_prefix_tokens < 0) node.child("shared_prefix_tokens").fail("expected a non-negative integer");
   w.first_message_tokens = count(node, "first_message_tokens", kMaxContextTokens);
   w.turns_per_session = count(node, "turns_per_session", kMaxTurnsPerSession);
@@ -97,12 +97,16 @@ AgentWorkload parse_agent_workload(const ConfigNode& node) {
   w.reuse_fraction = fraction(node, "reuse_fraction");
   // Every piece fits the context window, and the window half the reader's input limit, so that no
   // turn (a compacted context plus a new piece) can pass the limit.
-  w.max_context_tokens = positive(node, "max_context_tokens", kMaxContextTokens);
+  w.max_context_tokens = node.token_count("max_context_tokens");
+  if (w.max_context_tokens <= 0 || w.max_context_tokens > kMaxContextTokens) {
+    node.child("max_context_tokens")
+        .fail("expected a positive token count up to " + std::to_string(kMaxContextTokens));
+  }
   for (const char* key :
        {"first_message_tokens", "tool_output_tokens", "user_message_tokens", "output_tokens"}) {
     count(node, key, w.max_context_tokens);
   }
-  w.compacted_tokens = node.integer("compacted_tokens");
+  w.compacted_tokens = node.token_count("compacted_tokens");
   if (w.shared_prefix_tokens + w.compacted_tokens >= w.max_context_tokens || w.compacted_tokens < 0) {
     node.child("compacted_tokens")
         .fail(

@@ -101,7 +101,7 @@ TEST(AgentWorkload, CountsAndPausesOutOfRangeAreLocatedErrorsNotSilentlyRaised) 
       error_of("tool_time_s: -1"),
       "workload.yaml:9:14: tool_time_s: expected pauses of at least 0 s, but it can draw -1: set min: 0");
   EXPECT_EQ(error_of("max_context_tokens: 100000000"),
-            "workload.yaml:12:21: max_context_tokens: expected a positive integer up to 16777216");
+            "workload.yaml:12:21: max_context_tokens: expected a positive token count up to 16777216");
   EXPECT_EQ(error_of("agents: 0"), "workload.yaml:1:9: agents: expected a positive integer up to 1048576");
   EXPECT_EQ(error_of("session_rate_per_s: 0"),
             "workload.yaml:14:21: session_rate_per_s: expected a positive rate");
