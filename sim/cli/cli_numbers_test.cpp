@@ -154,6 +154,12 @@ TEST(CliNumbersBinary, UsageErrorsExitTwoWithPlainMessages) {
   r = run_kvtier("simulat");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(first_line(r.out), "kvtier: unknown command 'simulat' (did you mean simulate?)");
+  r = run_kvtier("");  // no command at all, or none under one that has subcommands: usage errors too
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(first_line(r.out), "kvtier: A subcommand is required");
+  r = run_kvtier("trace");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.out.find("Run 'kvtier trace --help' for its options."), std::string::npos) << r.out;
   r = run_kvtier("kv --help");
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_NE(r.out.find("--block-tokens N=256 "), std::string::npos) << r.out;
