@@ -55,8 +55,9 @@ class IoQueue {
   const char* path_name() const;
   int queue_depth() const { return queue_depth_; }
 
-  // Runs every request. before(i) runs on an I/O thread just before request i is issued, after(i) just
-  // after it completed in full. The first exception (from an I/O, before or after) stops further
+  // Runs every request. before(i) runs on an I/O thread just before request i is issued, after(i) once it
+  // completed in full: on the io_uring path, after its thread has refilled its ring, so that the work
+  // overlaps with the transfers in flight. The first exception (from an I/O, before or after) stops further
   // requests from being issued; run() waits for those in flight and rethrows it. Throws StoreError(kIo)
   // naming the file and offset of a failed transfer.
   void run(IoDirection direction, std::span<const IoRequest> requests, const std::function<void(size_t)>& before,

@@ -159,12 +159,15 @@ void add_replay_command(CLI::App& app) {
                       "Tier hierarchy file or built-in name (configs/tiers), as kvtier hitrate --tiers reads it: "
                       "hbm, then dram and nvme; below HBM, tier 0's KV layout or, under bf16, one int4 layout")
       ->capture_default_str();
-  command->add_option("--block-tokens", o.block_tokens, "Tokens per block (0: the trace's own)")
+  command
+      ->add_option("--block-tokens", o.block_tokens,
+                   "Tokens per block (0: an LMCache tier file's chunk_size, else the trace's own)")
       ->capture_default_str()
       ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command->add_option("--spare-blocks", o.spare_blocks, "Pages per tier beyond its capacity, for batching")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::NonNegativeNumber);
   command->add_option("--dir", o.directory, "Directory for the NVMe store's file (a disk, not tmpfs)")
       ->capture_default_str()

@@ -79,6 +79,7 @@ void add_roundtrip_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   command->add_option("--pages", arguments->options.pages, "Pages sent through the tiers")
       ->capture_default_str()
+      ->transform(token_count_suffixes())
       ->check(CLI::PositiveNumber);
   command->add_option("--dir", arguments->options.directory, "Directory for the NVMe store's file")
       ->capture_default_str()

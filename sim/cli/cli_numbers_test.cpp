@@ -169,7 +169,7 @@ TEST(CliNumbersBinary, UsageErrorsExitTwoWithPlainMessages) {
 // --help speaks the user's terms: no CLI11 type names, validator names, enum maps or flag defaults.
 TEST(CliNumbersBinary, HelpShowsNoCli11Internals) {
   for (std::string command : {"", "kv", "breakeven", "trace", "trace stats", "trace convert",
-                              "trace generate", "hitrate", "simulate", "validate"}) {
+                              "trace generate", "hitrate", "simulate", "validate", "schema"}) {
     CliResult r = run_kvtier(command + " --help");
     EXPECT_EQ(r.exit_code, 0) << command;
     for (std::string internal :

@@ -39,7 +39,17 @@ void run_schema(const SchemaOptions& options) {
       continue;
     }
     create_checked_folder(options.out);
-    write_checked_file(std::filesystem::path(options.out) / (schema.kind + ".schema.json"), text);
+    // Written beside and renamed over, so that a failed write leaves the earlier schema whole.
+    const std::filesystem::path path = std::filesystem::path(options.out) / (schema.kind + ".schema.json");
+    const std::filesystem::path partial = path.string() + ".partial";
+    try {
+      write_checked_file(partial, text);
+      std::filesystem::rename(partial, path);
+    } catch (...) {
+      std::error_code ignored;
+      std::filesystem::remove(partial, ignored);
+      throw;
+    }
   }
 }
 

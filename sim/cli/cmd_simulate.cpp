@@ -164,7 +164,8 @@ void add_simulate_command(CLI::App& app) {
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
   command->add_option(
       "--out", options->out,
-      "Output folder (default: <scenario>[--<trace>] in $KVTIER_RUNS_DIR or ~/.local/share/kvtier/runs, "
+      "Output folder (default: <scenario>[--<trace>] in $KVTIER_RUNS_DIR, $XDG_DATA_HOME/kvtier/runs or "
+      "~/.local/share/kvtier/runs, "
       "never over another command's results). "
       "It must not exist yet or be empty; an existing file, the current folder and the "
       "folders containing it are refused");

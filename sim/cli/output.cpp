@@ -1,6 +1,7 @@
 #include "sim/cli/output.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <iomanip>
 #include <map>
@@ -56,13 +57,13 @@ std::string fixed(const char* format, double value) {
 }
 
 std::string format_ratio(double value) {
-  if (value >= 100) return fixed("%.0fx", value);
+  if (value >= 99.95) return fixed("%.0fx", value);  // %#.3g would print 100.x
   return fixed("%#.3gx", value);
 }
 
 std::string format_margin(double speedup) {
   if (speedup >= 1.095) return fixed("%.1fx", speedup);
-  if (speedup >= 1.005) return fixed("%.0f %%", 100 * (speedup - 1));
+  if (std::lround(100 * (speedup - 1)) >= 1) return fixed("%.0f %%", 100 * (speedup - 1));
   return "the same";
 }
 

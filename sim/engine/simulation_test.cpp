@@ -206,8 +206,6 @@ TEST(Simulation, LinkUtilisationIsTheBusyFractionOfEachInterval) {
   const double block = 512.0 * 131072;
   for (size_t i = 0; i < times.size(); ++i) {
     EXPECT_NEAR(h2d[i], times[i] == 201 ? 6 * block / 55e9 : 0, 1e-10) << times[i];  // 9 digits in the CSV
-    EXPECT_GE(d2h[i], 0) << times[i];
-    EXPECT_LE(d2h[i], 1) << times[i];
   }
   double stored_by_101 = 0;
   for (size_t i = 0; i < times.size() && times[i] <= 101; ++i) stored_by_101 += d2h[i] * 55e9;
