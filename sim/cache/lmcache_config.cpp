@@ -244,17 +244,9 @@ TierSpec remote_tier(const ConfigNode& node, const TierSpec& hbm) {
   if (!node.has("capacity")) {
     node.fail("missing required key 'capacity': the remote store's size, which LMCache's file does not give");
   }
-  std::optional<int64_t> bytes = checked_to_int64(node.quantity("capacity", UnitKind::kBytes));
-  if (!bytes)
-    node.child("capacity").fail("expected a size of at most 8 EiB, the largest capacity kvtier counts");
-  PolicyKind policy = PolicyKind::kLru;
-  if (node.has("policy")) {
-    ConfigNode p = node.child("policy");
-    if (!parse_policy_name(p.as_string(), policy)) {
-      p.fail("unknown eviction policy '" + p.as_string() + "', expected lru, lfu, arc or s3fifo");
-    }
-  }
-  return lower_tier(Medium::kRemote, hbm, *bytes, policy);
+  const int64_t bytes = parse_capacity(node.child("capacity"));
+  const PolicyKind policy = node.has("policy") ? parse_policy(node.child("policy")) : PolicyKind::kLru;
+  return lower_tier(Medium::kRemote, hbm, bytes, policy);
 }
 
 void check_remote(const ConfigNode& root) {

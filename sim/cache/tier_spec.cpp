@@ -12,10 +12,8 @@ namespace {
 
 constexpr int kMaxTiers = 32;  // the cache keeps a block's tiers in a 32-bit mask
 
-PolicyKind parse_policy(const ConfigNode& node) {
-  PolicyKind kind = PolicyKind::kLru;
-  parse_policy_name(node.as_choice(policy_names()), kind);
-  return kind;
+std::string capacity_limit() {
+  return "at most " + std::to_string(kMaxCount) + " B (8 EiB), the largest capacity kvtier counts";
 }
 
 // `policy: s3fifo`, or with parameters `policy: {name: s3fifo, move_to_main_threshold: 1}`.
@@ -40,19 +38,13 @@ int64_t parse_capacity_bytes(const ConfigNode& tier, int64_t bytes_per_block, in
   int given = tier.has("capacity") + tier.has("capacity_tokens") + tier.has("capacity_blocks");
   if (given != 1)
     tier.fail("expected exactly one of capacity (bytes with a unit), capacity_tokens, capacity_blocks");
-  const std::string limit =
-      "at most " + std::to_string(kMaxCount) + " B (8 EiB), the largest capacity kvtier counts";
-  if (tier.has("capacity")) {
-    std::optional<int64_t> bytes = checked_to_int64(tier.quantity("capacity", UnitKind::kBytes));
-    if (!bytes) tier.child("capacity").fail("expected a size of " + limit);
-    return *bytes;
-  }
+  if (tier.has("capacity")) return parse_capacity(tier.child("capacity"));
   const char* key = tier.has("capacity_tokens") ? "capacity_tokens" : "capacity_blocks";
   int64_t count = tier.token_count(key);
   if (count < 0) tier.child(key).fail("expected a non-negative count");
   int64_t blocks = tier.has("capacity_tokens") ? count / block_tokens : count;
   std::optional<int64_t> bytes = checked_mul(blocks, bytes_per_block);
-  if (!bytes) tier.child(key).fail("expected a count whose blocks hold " + limit);
+  if (!bytes) tier.child(key).fail("expected a count whose blocks hold " + capacity_limit());
   return *bytes;
 }
 
@@ -142,6 +134,18 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 }
 
 }  // namespace
+
+PolicyKind parse_policy(const ConfigNode& node) {
+  PolicyKind kind = PolicyKind::kLru;
+  parse_policy_name(node.as_choice(policy_names()), kind);
+  return kind;
+}
+
+int64_t parse_capacity(const ConfigNode& node) {
+  std::optional<int64_t> bytes = checked_to_int64(node.as_quantity(UnitKind::kBytes));
+  if (!bytes) node.fail("expected a size of " + capacity_limit());
+  return *bytes;
+}
 
 std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& model, int64_t block_tokens,
                                   std::optional<int64_t> tier0_capacity_bytes, const HardwareConfig* hardware,

@@ -80,6 +80,11 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
                                   const HardwareConfig* hardware = nullptr,
                                   const std::optional<KvLayout>& tier0_layout = std::nullopt);
 
+// A tier's `policy` value (a name of policy_names()), and a size in bytes with a unit that kvtier can count
+// (at most 8 EiB); both throw ConfigError located at `node`. LMCache files size and name their tiers so too.
+PolicyKind parse_policy(const ConfigNode& node);
+int64_t parse_capacity(const ConfigNode& node);
+
 // Tier 0 from a map of tier-0 keys without `medium` (it is hbm): name, capacity (or capacity_tokens,
 // capacity_blocks), kv, policy, prefix_aware, recency_order. An LMCache file's extra_config.kvtier_hbm.
 TierSpec parse_hbm_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens);

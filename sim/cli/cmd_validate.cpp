@@ -8,8 +8,6 @@
 // or a temporary folder removed afterwards; then it compares that folder with DIR, as the first form does.
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 #include <iostream>
 #include <set>
@@ -21,6 +19,7 @@
 #include "sim/cli/staged_output.h"
 #include "sim/core/checked_file.h"
 #include "sim/core/config_files.h"
+#include "sim/core/temporary_folder.h"
 #include "sim/core/units.h"
 #include "sim/engine/isolated_run.h"
 #include "sim/engine/preflight.h"
@@ -170,29 +169,6 @@ void validate_folders(const ValidateOptions& options, const std::string& predict
                              " target(s): " + names);
   }
 }
-
-// A folder under the system's temporary folder, removed with everything in it on destruction.
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kvtier-validate-XXXXXX").string();
-    if (mkdtemp(pattern.data()) == nullptr) {
-      throw std::runtime_error("cannot create a temporary folder " + pattern + ": " + std::strerror(errno));
-    }
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // The simulation the SCENARIO --hw form runs, planned and checked before anything runs.
 struct SimulationPlan {
@@ -349,7 +325,7 @@ void validate_scenario(const ValidateOptions& o) {
       write_kept_simulation(plan, o);
       validate_folders(measured, o.sim_out, o.sim_out, cache_replay_dir(plan, o.sim_out));
     } else {
-      TemporaryFolder folder;
+      TemporaryFolder folder("kvtier-validate");
       write_simulation(plan, folder.path());
       throw_if_interrupted();
       validate_folders(measured, folder.path().string(),

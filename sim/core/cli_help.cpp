@@ -45,7 +45,7 @@ std::string choices_label(const std::vector<std::string>& choices) {
 
 CLI::Validator token_count_suffixes() {
   auto expand = [](std::string& text) -> std::string {
-    if (text.empty() || std::isdigit(static_cast<unsigned char>(text.back()))) return "";
+    if (!has_count_suffix(text)) return "";
     std::string error;
     std::optional<int64_t> count = read_token_count(text, error);
     if (count) text = std::to_string(*count);

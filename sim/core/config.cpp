@@ -504,8 +504,7 @@ int64_t ConfigNode::parsed_integer() const {
 int64_t ConfigNode::as_token_count() const {
   if (reads()) reads()->scalar(path_, scalar_read(ScalarRead::Kind::kTokenCount));
   std::string text = this->text();
-  // A plain integer, zero and negatives included, is left to the reader's own range check.
-  if (text.empty() || std::isdigit(static_cast<unsigned char>(text.back()))) return parsed_integer();
+  if (!has_count_suffix(text)) return parsed_integer();
   std::string error;
   std::optional<int64_t> count = read_token_count(text, error);
   if (!count) fail(error);

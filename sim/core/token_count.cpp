@@ -1,11 +1,16 @@
 #include "sim/core/token_count.h"
 
+#include <cctype>
 #include <stdexcept>
 
 #include "sim/core/checked_math.h"
 #include "sim/core/config.h"
 
 namespace kvtier {
+
+bool has_count_suffix(const std::string& text) {
+  return !text.empty() && !std::isdigit(static_cast<unsigned char>(text.back()));
+}
 
 std::optional<int64_t> read_token_count(const std::string& text, std::string& error) {
   size_t used = 0;

@@ -9,6 +9,9 @@
 
 namespace kvtier {
 
+// Whether `text` ends in a suffix (32K), so that read_token_count reads it; a plain number is left to the
+// caller's integer parsing, which keeps its own messages and range checks (0 and negatives included).
+bool has_count_suffix(const std::string& text);
 // The count `text` gives, or nothing with `error` saying why ("expected a positive token count such as
 // 4096 or 32K, got '0'").
 std::optional<int64_t> read_token_count(const std::string& text, std::string& error);

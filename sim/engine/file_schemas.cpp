@@ -1,7 +1,5 @@
 #include "sim/engine/file_schemas.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <functional>
@@ -13,6 +11,7 @@
 #include "sim/core/hardware.h"
 #include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
+#include "sim/core/temporary_folder.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/workload.h"
 #include "sim/workload/agent_workload.h"
@@ -61,26 +60,6 @@ std::vector<Kind> kinds() {
   };
 }
 
-// A folder of its own under the system's temporary folder, removed with it.
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "kvtier-schema-XXXXXX").string();
-    if (!mkdtemp(pattern.data())) throw ConfigError("cannot create a temporary folder in " + pattern);
-    path_ = pattern;
-  }
-  ~TemporaryFolder() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TemporaryFolder(const TemporaryFolder&) = delete;
-  TemporaryFolder& operator=(const TemporaryFolder&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
-
 }  // namespace
 
 std::vector<std::string> file_schema_kinds() {
@@ -94,7 +73,7 @@ std::vector<FileSchema> file_schemas() {
   ConfigSchemaRecorder recorder;
   // A scenario's calibration names a file on disk, which a built-in document cannot: the scenarios read an
   // empty calibration in its place (every key of one is optional), as if they named it.
-  TemporaryFolder temporary;
+  TemporaryFolder temporary("kvtier-schema");
   const std::string calibration = (temporary.path() / "calibration.json").string();
   write_checked_file(calibration, R"({"hardware": {}})");
   std::vector<SchemaFolder> folders;

@@ -73,13 +73,13 @@ std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double byte
     for (int l : route) link_bytes_[l] += shard;
     auto size = static_cast<uint64_t>(shard);
     comms.push_back(sg4::Comm::sendto_async(src, dst, size));
-    flows_.push_back({comms.back(), route, static_cast<double>(size), 0});
+    flows_.push_back({comms.back(), &route, static_cast<double>(size), 0});
   }
   return comms;
 }
 
 void Platform::count(Flow& flow, double done) {
-  for (int l : flow.links) carried_[l] += done - flow.counted;
+  for (int l : *flow.links) carried_[l] += done - flow.counted;
   flow.counted = done;
 }
 

@@ -55,11 +55,11 @@ class Platform {
   std::vector<simgrid::s4u::Link*> links_;
   std::vector<std::string> link_names_;
   std::vector<double> link_bytes_;
-  // Transfers whose progress is not yet all in carried_: the Comm, the links it crosses, its size and the
-  // bytes of it already counted.
+  // Transfers whose progress is not yet all in carried_: the Comm, the links it crosses (node_'s route,
+  // which lives as long as the platform), its size and the bytes of it already counted.
   struct Flow {
     simgrid::s4u::CommPtr comm;
-    std::vector<int> links;
+    const std::vector<int>* links;
     double bytes = 0;
     double counted = 0;
   };
