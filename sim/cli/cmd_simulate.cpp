@@ -14,6 +14,7 @@
 #include "sim/cli/runs_folder.h"
 #include "sim/cli/simulation_report.h"
 #include "sim/cli/staged_output.h"
+#include "sim/cli/sweep_command.h"
 #include "sim/core/checked_file.h"
 #include "sim/core/config_files.h"
 #include "sim/engine/isolated_run.h"
@@ -30,6 +31,7 @@ struct SimulateOptions {
   std::string scenario = kDefaultScenario;
   std::string trace;
   std::vector<std::string> overrides;
+  std::vector<std::string> sweeps;  // key=v1,v2,...: a sweep's grid (sweep_command.h) instead of one run
   std::string out;
   bool force = false;
   bool allow_huge = false;
@@ -154,6 +156,19 @@ void run_simulate(const SimulateOptions& options, const std::string& command_lin
   }
 }
 
+// --sweep makes the run a sweep (docs/sweep.md), into the folder a `kvtier sweep` of the same grid would use.
+void run_sweep_of(const SimulateOptions& options) {
+  SweepCommandOptions sweep;
+  sweep.out = options.out;
+  sweep.jobs = options.jobs;
+  sweep.no_plots = options.no_plots;
+  sweep.allow_huge = options.allow_huge;
+  sweep.format = options.format;
+  std::string name = std::filesystem::path(options.scenario).stem().string() + "--sweep";
+  run_sweep_command(sweep_from_arguments(options.scenario, options.trace, options.overrides, options.sweeps), name,
+                    sweep);
+}
+
 void add_simulate_command(CLI::App& app) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* command = app.add_subcommand(
@@ -162,6 +177,8 @@ void add_simulate_command(CLI::App& app) {
   command->add_option("--trace", options->trace,
                       "Replay this trace file open-loop instead of the workload (- reads standard input)");
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
+  command->add_option("--sweep", options->sweeps,
+                      "Run a sweep over a key's values: key.path=v1,v2,... (repeatable: a grid; docs/sweep.md)");
   command->add_option(
       "--out", options->out,
       "Output folder (default: <scenario>[--<trace>] in $KVTIER_RUNS_DIR, $XDG_DATA_HOME/kvtier/runs or "
@@ -178,7 +195,10 @@ void add_simulate_command(CLI::App& app) {
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
   command->add_flag("--no-plots", options->no_plots, "Skip the matplotlib plots");
   add_format_option(*command, options->format);
-  command->callback([options] { run_simulate(*options, command_line(*options)); });
+  command->callback([options] {
+    if (!options->sweeps.empty()) return run_sweep_of(*options);
+    run_simulate(*options, command_line(*options));
+  });
 }
 
 const CommandRegistration registration(50, add_simulate_command);

@@ -127,7 +127,8 @@ nlohmann::json parse_reply(const Child& child, int status) {
 
 // Reads whatever the children have written; returns the replies of those that finished. A termination
 // signal wakes it (through the handler's pipe, or poll's EINTR) and it throws Interrupted.
-void collect(std::map<int, Child>& children, std::vector<nlohmann::json>& replies) {
+void collect(std::map<int, Child>& children, std::vector<nlohmann::json>& replies,
+             const SimulationResult& on_result) {
   std::vector<pollfd> fds;
   for (const auto& [fd, child] : children) fds.push_back({fd, POLLIN, 0});
   if (g_wake[0] >= 0) fds.push_back({g_wake[0], POLLIN, 0});
@@ -148,12 +149,19 @@ void collect(std::map<int, Child>& children, std::vector<nlohmann::json>& replie
     Child finished = child;
     children.erase(p.fd);
     replies[finished.index] = parse_reply(finished, status);
+    const nlohmann::json& reply = replies[finished.index];
+    if (on_result && reply.contains("result")) on_result(finished.index, reply["result"]);
   }
 }
 
 }  // namespace
 
 std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel) {
+  return run_isolated(simulations, parallel, nullptr);
+}
+
+std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel,
+                                         const SimulationResult& on_result) {
   std::vector<nlohmann::json> replies(simulations.size());
   std::map<int, Child> children;  // by the read end of each child's pipe
   size_t next = 0;
@@ -164,7 +172,7 @@ std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulati
         start_child(simulations[next], children, next);
         ++next;
       }
-      collect(children, replies);
+      collect(children, replies, on_result);
     }
   } catch (...) {
     stop_all(children);

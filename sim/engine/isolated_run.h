@@ -25,6 +25,13 @@ using Simulation = std::function<nlohmann::json()>;
 // any other failure becomes a std::runtime_error.
 std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel);
 
+// The same, calling `on_result(index, result)` in this process as each simulation succeeds, in the order
+// they finish (a sweep writes each point as soon as it is done). What it throws ends the run as a
+// failure would: the children are killed and reaped, and the exception propagates.
+using SimulationResult = std::function<void(size_t index, const nlohmann::json& result)>;
+std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel,
+                                         const SimulationResult& on_result);
+
 // One simulation in a child process.
 nlohmann::json run_isolated(const Simulation& simulation);
 
