@@ -111,7 +111,7 @@ class ProgressLine {
     if (quiet_) return;
     double elapsed = seconds_since(start_);
     bool last = already_ + run == total_;
-    if (!terminal_ && !last && seconds_since(last_line_) < kLineInterval) return;
+    if (!terminal_ && run > 0 && !last && seconds_since(last_line_) < kLineInterval) return;
     last_line_ = std::chrono::steady_clock::now();
     std::string text = std::to_string(already_ + run) + "/" + std::to_string(total_) + " points, " +
                        duration_text(elapsed);
@@ -252,7 +252,8 @@ void merge_sweep_folders(const std::vector<std::string>& dirs, const SweepComman
     }
   }
   std::vector<std::pair<std::string, fs::path>> sources;  // point id, its file
-  for (const nlohmann::json& id : nlohmann::json::parse(spec)["points"]) {
+  nlohmann::json ids = nlohmann::json::parse(spec)["points"];
+  for (const nlohmann::json& id : ids) {
     std::vector<std::string> holders;
     for (const std::string& dir : dirs) {
       if (fs::exists(point_file(fs::path(dir) / "points", id))) holders.push_back(dir);
