@@ -39,17 +39,8 @@ void run_schema(const SchemaOptions& options) {
       continue;
     }
     create_checked_folder(options.out);
-    // Written beside and renamed over, so that a failed write leaves the earlier schema whole.
-    const std::filesystem::path path = std::filesystem::path(options.out) / (schema.kind + ".schema.json");
-    const std::filesystem::path partial = path.string() + ".partial";
-    try {
-      write_checked_file(partial, text);
-      std::filesystem::rename(partial, path);
-    } catch (...) {
-      std::error_code ignored;
-      std::filesystem::remove(partial, ignored);
-      throw;
-    }
+    // A failed write leaves the earlier schema whole.
+    replace_checked_file(std::filesystem::path(options.out) / (schema.kind + ".schema.json"), text);
   }
 }
 

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "sim/cli/cli_test_support.h"
+#include "sim/core/temporary_folder.h"
 
 namespace fs = std::filesystem;
 
@@ -48,10 +49,6 @@ size_t point_files(const fs::path& points) {
 class Sweep : public ::testing::Test {
  protected:
   void SetUp() override {
-    root_ = fs::temp_directory_path() / ("kvtier_sweep_" + std::to_string(getpid()) + "_" +
-                                         ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
     scenario_ = (root_ / "tiny.yaml").string();
     write_text(scenario_,
                "name: tiny\nmodel: llama-3.1-8b\nhardware: h200\ninstance: {activation_reserve: 8GiB}\n"
@@ -64,14 +61,14 @@ class Sweep : public ::testing::Test {
                            "\nset: {workload.sessions: 3}\ngrid:\n  cache.tiers[1].capacity: [1GiB, 4GiB, 64GiB]\n"
                            "seeds: 2\n");
   }
-  void TearDown() override { fs::remove_all(root_); }
 
   testing::CliResult sweep(const std::string& args) {
     return run_kvtier("sweep " + sweep_ + " --no-plots --quiet " + args);
   }
   std::string dir(const std::string& name) const { return (root_ / name).string(); }
 
-  fs::path root_;
+  TemporaryFolder folder_{"kvtier_sweep"};
+  const fs::path& root_ = folder_.path();
   std::string scenario_, sweep_;
 };
 

@@ -45,13 +45,6 @@ std::string read_text(const fs::path& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Written whole or not at all: a temporary file beside it, renamed.
-void write_atomically(const fs::path& path, const std::string& text) {
-  fs::path temporary = path.parent_path() / ("." + path.filename().string() + ".tmp");
-  write_checked_file(temporary, text);
-  fs::rename(temporary, path);
-}
-
 struct Shard {
   size_t index = 0;
   size_t count = 1;
@@ -68,7 +61,8 @@ Shard parse_shard(const std::string& text) {
   return {static_cast<size_t>(*i), static_cast<size_t>(*n)};
 }
 
-// A file a SIGKILL left half-written is not a result: it goes before anything runs.
+// A file a SIGKILL left half-written (replace_checked_file's temporary) is not a result: it goes before
+// anything runs.
 void remove_temporary_files(const fs::path& dir) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     std::string name = entry.path().filename().string();
@@ -187,8 +181,8 @@ void write_tables(const fs::path& out, const SweepCommandOptions& options) {
   nlohmann::json spec = nlohmann::json::parse(read_text(out / kSpecFile));
   nlohmann::json results = sweep_results(spec["sweep"], spec["keys"], finished_points(out, spec["points"]));
   if (!results["rows"].empty()) require_metric(options.metric, results);
-  write_atomically(out / "sweep.json", results.dump(2) + "\n");
-  write_atomically(out / "sweep.csv", sweep_csv(results));
+  replace_checked_file(out / "sweep.json", results.dump(2) + "\n");
+  replace_checked_file(out / "sweep.csv", sweep_csv(results));
   if (!options.no_plots && !results["rows"].empty()) draw_plot(out, options.metric);
   std::vector<std::string> metrics = kTableMetrics;
   if (std::find(metrics.begin(), metrics.end(), options.metric) == metrics.end()) metrics.push_back(options.metric);

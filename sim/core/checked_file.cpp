@@ -77,6 +77,21 @@ void write_checked_file(const std::filesystem::path& path, std::string_view text
   file.close();
 }
 
+void replace_checked_file(const std::filesystem::path& path, std::string_view text) {
+  std::string name = path.filename().string();
+  name.insert(name.begin(), '.');  // not "." + name: GCC 12 warns falsely (-Wrestrict) on that inlined
+  name.append(".tmp");
+  const std::filesystem::path temporary = path.parent_path() / name;
+  try {
+    write_checked_file(temporary, text);
+    std::filesystem::rename(temporary, path);
+  } catch (...) {
+    std::error_code ignored;
+    std::filesystem::remove(temporary, ignored);
+    throw;
+  }
+}
+
 void create_checked_folder(const std::filesystem::path& path) {
   std::error_code error;
   std::filesystem::create_directories(path, error);

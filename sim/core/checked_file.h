@@ -31,6 +31,11 @@ class CheckedFile : public std::ostream {
 // Writes `text` to `path` through a CheckedFile.
 void write_checked_file(const std::filesystem::path& path, std::string_view text);
 
+// write_checked_file() into a hidden temporary beside `path` (.<name>.tmp), renamed over it: a reader sees
+// the old file or the new one, never part of one. The temporary is removed when the write fails; one that a
+// SIGKILL left behind keeps that name, so its folder's owner can recognise and remove it.
+void replace_checked_file(const std::filesystem::path& path, std::string_view text);
+
 // Creates `path` and any missing parents; throws std::runtime_error "cannot create PATH: <reason>".
 void create_checked_folder(const std::filesystem::path& path);
 

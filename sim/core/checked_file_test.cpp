@@ -72,6 +72,28 @@ TEST(CheckedFile, ReplacesAnExistingFile) {
   std::filesystem::remove(path);
 }
 
+TEST(CheckedFile, ReplaceLeavesTheNewFileAndNoTemporary) {
+  std::filesystem::path dir = scratch("replace");
+  std::filesystem::create_directories(dir);
+  write_checked_file(dir / "point.json", "old\n");
+  replace_checked_file(dir / "point.json", "new\n");
+  std::ifstream in(dir / "point.json", std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "new\n");
+  EXPECT_FALSE(std::filesystem::exists(dir / ".point.json.tmp"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CheckedFile, AReplaceThatFailsKeepsTheEarlierFileWhole) {
+  std::filesystem::path dir = scratch("replace-fails");
+  std::filesystem::create_directories(dir / ".point.json.tmp" / "in-the-way");  // the temporary cannot be opened
+  write_checked_file(dir / "point.json", "old\n");
+  std::string error = message_of([&] { replace_checked_file(dir / "point.json", "new\n"); });
+  EXPECT_EQ(error.rfind("cannot write " + (dir / ".point.json.tmp").string(), 0), 0u) << error;
+  std::ifstream in(dir / "point.json", std::ios::binary);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(in), {}), "old\n");
+  std::filesystem::remove_all(dir);
+}
+
 TEST(CheckedFile, FolderUnderAFileIsAnErrorThatNamesIt) {
   std::filesystem::path file = scratch("plain");
   write_checked_file(file, "x");

@@ -156,10 +156,6 @@ void collect(std::map<int, Child>& children, std::vector<nlohmann::json>& replie
 
 }  // namespace
 
-std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel) {
-  return run_isolated(simulations, parallel, nullptr);
-}
-
 std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel,
                                          const SimulationResult& on_result) {
   std::vector<nlohmann::json> replies(simulations.size());

@@ -20,17 +20,16 @@ namespace kvtier {
 
 using Simulation = std::function<nlohmann::json()>;
 
+using SimulationResult = std::function<void(size_t index, const nlohmann::json& result)>;
+
 // Runs each simulation in a child process, at most `parallel` at a time, and returns what each returned,
 // in order. A ConfigError thrown in a child is rethrown here with the same message (the first in order);
-// any other failure becomes a std::runtime_error.
-std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel);
-
-// The same, calling `on_result(index, result)` in this process as each simulation succeeds, in the order
-// they finish (a sweep writes each point as soon as it is done). What it throws ends the run as a
-// failure would: the children are killed and reaped, and the exception propagates.
-using SimulationResult = std::function<void(size_t index, const nlohmann::json& result)>;
+// any other failure becomes a std::runtime_error. `on_result(index, result)`, if given, is called in this
+// process as each simulation succeeds, in the order they finish (a sweep writes each point as soon as it
+// is done); what it throws ends the run as a failure would: the children are killed and reaped, and the
+// exception propagates.
 std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulations, int parallel,
-                                         const SimulationResult& on_result);
+                                         const SimulationResult& on_result = nullptr);
 
 // One simulation in a child process.
 nlohmann::json run_isolated(const Simulation& simulation);

@@ -33,43 +33,30 @@ nlohmann::json point_result(const PlannedPoint& planned, const std::vector<nlohm
           {"seed", planned.runs[0].scenario.seed}, {"values", values}, {"variants", variants}};
 }
 
-namespace {
-
-// Renamed into place whole: a reader (or a rerun) sees the complete file or none.
-void write_point_file(const std::filesystem::path& points_dir, const nlohmann::json& result) {
-  std::string id = result["id"];
-  std::filesystem::path temporary = points_dir / ("." + id + ".json.tmp");
-  write_checked_file(temporary, result.dump(2) + "\n");
-  std::filesystem::rename(temporary, point_file(points_dir, id));
-}
-
-}  // namespace
-
 void run_sweep_points(const std::vector<const PlannedPoint*>& points, const SweepRunOptions& options) {
   std::vector<Simulation> simulations;
-  std::vector<size_t> owner;  // the point of each simulation
-  for (size_t p = 0; p < points.size(); ++p) {
-    for (const ScenarioRun& run : points[p]->runs) {
-      SimulationOptions sim;
-      if (!options.runs_dir.empty()) sim.out_dir = (options.runs_dir / points[p]->point.id / run.name).string();
-      simulations.push_back([&run, sim] { return simulate(run.scenario, sim); });
-      owner.push_back(p);
-    }
-  }
+  std::vector<std::pair<size_t, size_t>> slots;  // each simulation's point and variant
   std::vector<std::vector<nlohmann::json>> summaries(points.size());
-  std::vector<size_t> missing(points.size());
+  std::vector<size_t> missing(points.size());  // variants of each point still running
   for (size_t p = 0; p < points.size(); ++p) {
-    summaries[p].resize(points[p]->runs.size());
-    missing[p] = points[p]->runs.size();
+    const std::vector<ScenarioRun>& runs = points[p]->runs;
+    for (size_t v = 0; v < runs.size(); ++v) {
+      SimulationOptions sim;
+      if (!options.runs_dir.empty()) sim.out_dir = (options.runs_dir / points[p]->point.id / runs[v].name).string();
+      simulations.push_back([&run = runs[v], sim] { return simulate(run.scenario, sim); });
+      slots.emplace_back(p, v);
+    }
+    summaries[p].resize(runs.size());
+    missing[p] = runs.size();
   }
-  std::vector<size_t> first(points.size());  // index of each point's first simulation
-  for (size_t s = simulations.size(); s-- > 0;) first[owner[s]] = s;
   size_t done = 0;
   run_isolated(simulations, options.jobs, [&](size_t s, const nlohmann::json& summary) {
-    size_t p = owner[s];
-    summaries[p][s - first[p]] = summary;
+    auto [p, v] = slots[s];
+    summaries[p][v] = summary;
     if (--missing[p] > 0) return;
-    write_point_file(options.points_dir, point_result(*points[p], summaries[p]));
+    // Whole or not at all: a rerun sees the complete file or none.
+    replace_checked_file(point_file(options.points_dir, points[p]->point.id),
+                         point_result(*points[p], summaries[p]).dump(2) + "\n");
     if (options.on_point_done) options.on_point_done(++done);
   });
 }
