@@ -194,7 +194,7 @@ void write_tables(const fs::path& out, const SweepCommandOptions& options) {
   }
 }
 
-void run_points(const std::vector<const PlannedPoint*>& todo, size_t already, size_t total, const fs::path& out,
+void run_points(const std::vector<const PlannedPoint*>& pending, size_t already, size_t total, const fs::path& out,
                 const SweepCommandOptions& options) {
   ProgressLine progress(already, total, options.quiet);
   progress.update(0);
@@ -205,7 +205,7 @@ void run_points(const std::vector<const PlannedPoint*>& todo, size_t already, si
   run.on_point_done = [&](size_t done) { progress.update(done); };
   TerminationSignals signals;
   try {
-    run_sweep_points(todo, run);
+    run_sweep_points(pending, run);
   } catch (...) {
     // Each finished point is in its file; end as the signal asked.
     if (int signal = TerminationSignals::caught()) TerminationSignals::reraise(signal);
@@ -224,14 +224,14 @@ void run_sweep_command(const SweepFile& sweep, const std::string& default_name, 
   std::vector<PlannedPoint> planned = plan_sweep(sweep, scenario, checks);
   fs::path out = options.out.empty() ? runs_folder() / default_name : fs::path(options.out);
   open_sweep_folder(out, spec_text(sweep, planned));
-  std::vector<const PlannedPoint*> todo;
+  std::vector<const PlannedPoint*> pending;
   size_t mine = 0;
   for (const PlannedPoint& p : planned) {
     if (p.point.index % shard.count != shard.index) continue;
     ++mine;
-    if (!fs::exists(point_file(out / "points", p.point.id))) todo.push_back(&p);
+    if (!fs::exists(point_file(out / "points", p.point.id))) pending.push_back(&p);
   }
-  run_points(todo, mine - todo.size(), mine, out, options);
+  run_points(pending, mine - pending.size(), mine, out, options);
   write_tables(out, options);
 }
 
