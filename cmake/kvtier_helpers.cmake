@@ -2,14 +2,15 @@
 # hardware files and scenarios by name.
 
 # kvtier_test(NAME SOURCES... LIBS libs...): a GoogleTest binary registered with CTest.
-# Tests run from the source root so that they find models/, configs/ and traces/.
+# Tests run from the source root so that they find models/, configs/ and traces/, each test process with
+# a temporary folder of its own (sim/app/test_main.cpp).
 function(kvtier_test name)
   if(NOT KVTIER_TESTS)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
-  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kvtier_app GTest::gtest GTest::gtest_main)
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} kvtier_app kvtier_test_main GTest::gtest)
   gtest_discover_tests(${name} WORKING_DIRECTORY ${KVTIER_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
 endfunction()
 

@@ -31,8 +31,8 @@ inline CliResult run_shell(const std::string& line, bool with_stderr = true) {
 
 inline CliResult run_kvtier(const std::string& args) { return run_shell("$KVTIER " + args); }
 
-// Writes `text` to `name` in the temporary folder and returns its path. Test binaries run in parallel:
-// give each its own names.
+// Writes `text` to `name` in the temporary folder and returns its path. Each test process has a
+// temporary folder of its own (sim/app/test_main.cpp), so a name need only be unique within a test.
 inline std::string write_temp(const std::string& name, const std::string& text) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / name;
   std::ofstream(path) << text;
