@@ -121,9 +121,9 @@ TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
   EXPECT_NE(first.out.find("TTFT p95"), std::string::npos) << first.out;
   // The plots take a second or more: the user is told, with the folder they will be in (not the hidden
   // one they are drawn into).
-  EXPECT_NE(first.out.find("kvtier: drawing 3 plots in " + a + "/ ...\n"), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find("kvtier: drawing 4 plots in " + a + "/ ...\n"), std::string::npos) << first.out;
   for (const char* file : {"summary.json", "report.md", "run/requests.csv", "run/timeseries.csv",
-                           "ttft_cdf.png", "hit_rate.png", "link_utilisation.png"}) {
+                           "ttft_cdf.png", "ttft_parts.png", "hit_rate.png", "link_utilisation.png"}) {
     EXPECT_TRUE(std::filesystem::exists(a + "/" + file)) << file;
   }
   CliResult second = run_kvtier("simulate " + scenario + " --no-plots --out " + b);

@@ -25,7 +25,7 @@ namespace kvtier {
 namespace {
 
 constexpr const char* kDefaultScenario = "amd-seed-minimax-mi355x";
-constexpr const char* kPlots[] = {"ttft_cdf.png", "hit_rate.png", "link_utilisation.png"};
+constexpr const char* kPlots[] = {"ttft_cdf.png", "ttft_parts.png", "hit_rate.png", "link_utilisation.png"};
 
 struct SimulateOptions {
   std::string scenario = kDefaultScenario;
@@ -54,7 +54,10 @@ std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& 
   PreflightOptions checks;
   checks.concurrent_runs = std::min(jobs_for(options), static_cast<int>(runs.size()));
   checks.allow_huge = options.allow_huge;
-  for (const ScenarioRun& run : runs) preflight(run.scenario, checks);
+  for (const ScenarioRun& run : runs) {
+    preflight(run.scenario, checks);
+    for (const std::string& warning : run.scenario.warnings) std::cerr << "kvtier: warning: " << warning << "\n";
+  }
   return runs;
 }
 
@@ -194,6 +197,10 @@ void add_simulate_command(CLI::App& app) {
   command->add_flag("--allow-huge", options->allow_huge,
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
   command->add_flag("--no-plots", options->no_plots, "Skip the matplotlib plots");
+  command->add_flag_callback(
+      "--allow-oversubscribe", [options] { options->overrides.emplace_back("allow_oversubscribe=true"); },
+      "Simulate DRAM and NVMe tiers larger than the node has (a warning instead of an error); the same as "
+      "--set allow_oversubscribe=true");
   add_format_option(*command, options->format);
   command->callback([options] {
     if (!options->sweeps.empty()) return run_sweep_of(*options);

@@ -27,6 +27,7 @@ FILES = {
     "model": ["models/*.yaml"],
     "hardware": ["configs/hardware/*.yaml"],
     "scenario": ["configs/scenarios/*.yaml", "validate/scenarios/*.yaml"],
+    "cost": ["configs/costs/*.yaml"],
     "workload": ["configs/workloads/*.yaml"],
     "tiers": ["configs/tiers/*.yaml"],
     "kv": [],  # no precision-map file is built in

@@ -20,6 +20,24 @@ double number_at(const nlohmann::json& j, const std::string& a, const std::strin
   return j.contains(a) && j[a].is_object() && j[a].contains(b) ? j[a][b].get<double>() : std::nan("");
 }
 
+// The run's price and energy (sim/engine/run_cost.h).
+void cost_rows(const nlohmann::json& cost, std::vector<Row>& rows) {
+  auto dollars = [&](const std::string& label, const nlohmann::json& v) {
+    if (v.is_null()) {
+      rows.push_back({label, "-", std::nan("")});
+      return;
+    }
+    rows.push_back({label, fixed("$%.2f", v.get<double>()), v.get<double>()});
+  };
+  dollars("price per hour", cost["usd_per_hour"]);
+  dollars("$ per million tokens in SLO", cost["usd_per_million_tokens_in_slo"]);
+  const double watts = cost["mean_power_w"].get<double>();
+  rows.push_back({"mean power", fixed("%.0f W", watts), watts});
+  const nlohmann::json& per_joule = cost["tokens_per_joule"];
+  rows.push_back({"tokens per joule", per_joule.is_null() ? "-" : fixed("%.2f", per_joule.get<double>()),
+                  per_joule.is_null() ? std::nan("") : per_joule.get<double>()});
+}
+
 std::vector<Row> rows_of(const nlohmann::json& s) {
   std::vector<Row> rows;
   auto seconds = [&](const std::string& label, const std::string& key, const std::string& p) {
@@ -30,10 +48,21 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
     rows.push_back({label, with_commas(static_cast<long long>(v)), v});
   };
   count("requests completed", s["requests_completed"].get<double>());
+  count("  in the window (the seed's goodput)", s["requests_completed_in_window"].get<double>());
+  count("  after the window", s["requests_completed_after_window"].get<double>());
   count("goodput (in window, SLOs met)", s["goodput_requests"].get<double>());
   seconds("TTFT p50", "ttft_s", "p50");
   seconds("TTFT p95", "ttft_s", "p95");
   seconds("TTFT p99", "ttft_s", "p99");
+  seconds("TTFT mean", "ttft_s", "mean");
+  if (s["ttft_parts_s"].is_object()) {
+    std::vector<std::string> parts{"queue"};
+    for (const auto& [part, value] : s["ttft_parts_s"].items()) {
+      if (part.starts_with("load_")) parts.push_back(part);
+    }
+    for (const char* part : {"conversion", "prefill", "other"}) parts.emplace_back(part);
+    for (const std::string& part : parts) seconds("  " + part, "ttft_parts_s", part);
+  }
   seconds("TPOT p50", "tpot_s", "p50");
   seconds("TPOT p95", "tpot_s", "p95");
   seconds("end-to-end p50", "e2e_s", "p50");
@@ -55,6 +84,12 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
   }
   rows.push_back({"bytes moved (PCIe, NVMe, network)", format_bytes(moved), moved});
   rows.push_back({"simulated time", format_duration(s["simulated_s"].get<double>()), std::nan("")});
+  for (const auto& tier : s["sessions_fit"]) {
+    const std::string label = "sessions of " + with_commas(tier["session_tokens"].get<long long>()) +
+                              " tokens in " + tier["tier"].get<std::string>();
+    count(label, tier["sessions"].get<double>());
+  }
+  if (s.contains("cost")) cost_rows(s["cost"], rows);
   return rows;
 }
 
@@ -121,7 +156,7 @@ std::string markdown_report(const nlohmann::json& result, bool with_plots) {
   build_table(result).print(table);
   md << "```\n" << table.str() << "```\n\n";
   if (with_plots) {
-    md << "![TTFT CDF](ttft_cdf.png)\n\n![Hit rate per tier](hit_rate.png)\n\n"
+    md << "![TTFT CDF](ttft_cdf.png)\n\n![TTFT in parts](ttft_parts.png)\n\n![Hit rate per tier](hit_rate.png)\n\n"
        << "![Link utilisation](link_utilisation.png)\n";
   }
   md << "\nPer-request data: `<variant>/requests.csv`; time series: `<variant>/timeseries.csv`; every figure "

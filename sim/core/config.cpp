@@ -312,6 +312,11 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value, 
   tree_->overrides.push_back(std::move(applied));
 }
 
+void ConfigNode::inline_document(std::string_view dotted_path, const ConfigNode& document, std::string origin) {
+  set(dotted_path, YAML::Dump(document.node_), std::move(origin));
+  tree_->overrides.back().leaves.clear();
+}
+
 std::vector<OverrideUse> ConfigNode::override_uses() const {
   const std::vector<ConfigTree::Override>& applied = tree_->overrides;
   std::vector<OverrideUse> uses;

@@ -66,6 +66,10 @@ class ConfigNode {
   // the way. `origin` says where the value was given, and errors in it name that instead of a file
   // position: by default "--set dotted.key.path=yaml_value", the CLI's form.
   void set(std::string_view dotted_path, std::string_view yaml_value, std::string origin = "");
+  // Puts a whole other document at `dotted.key.path`, as set() would, for later set()s to reach into (a
+  // scenario's hardware file, inlined so that --set hardware.pcie.h2d_bandwidth=... can change it). Errors
+  // in its values name `origin`; none of its keys need be read (override_uses() lists it with no leaves).
+  void inline_document(std::string_view dotted_path, const ConfigNode& document, std::string origin);
   // Every set() on this tree so far, in order, with which of its leaves a reader asked for.
   std::vector<OverrideUse> override_uses() const;
 

@@ -80,6 +80,8 @@ double unit_factor(std::string_view unit, UnitKind kind) {
       return duration_factor(unit);
     case UnitKind::kFlopRate:
       return prefixed(unit, "FLOPS") != 0 ? prefixed(unit, "FLOPS") : prefixed(unit, "FLOP/s");
+    case UnitKind::kPower:
+      return prefixed(unit, "W");
   }
   return 0;
 }
@@ -115,6 +117,8 @@ std::string_view unit_example(UnitKind kind) {
       return "a duration such as 2us, 1.5ms or 20min";
     case UnitKind::kFlopRate:
       return "a compute rate such as 989TFLOPS";
+    case UnitKind::kPower:
+      return "a power such as 700W or 1.5kW";
   }
   return "";
 }
@@ -146,6 +150,9 @@ std::string quantity_pattern(UnitKind kind) {
       break;
     case UnitKind::kFlopRate:
       unit = prefix + "(?:FLOPS|FLOP/s)";
+      break;
+    case UnitKind::kPower:
+      unit = prefix + "W";
       break;
   }
   return "^[ \\t]*" + number + "[ \\t]*" + unit + "[ \\t]*$";

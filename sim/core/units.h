@@ -12,7 +12,7 @@
 
 namespace kvtier {
 
-enum class UnitKind { kBytes, kBandwidth, kDuration, kFlopRate };
+enum class UnitKind { kBytes, kBandwidth, kDuration, kFlopRate, kPower };
 
 // Thrown when a quantity does not parse; the message says what was expected.
 class UnitError : public std::runtime_error {
@@ -20,7 +20,7 @@ class UnitError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Returns the value in base units: bytes, bytes/s, seconds or FLOP/s, always finite and non-negative.
+// Returns the value in base units: bytes, bytes/s, seconds, FLOP/s or watts, always finite and non-negative.
 // Throws for NaN and infinities ("nanGB", "infTB/s"), a minus sign ("-4GB", "-0B"), a number beyond a
 // double's range ("1e400B") and a product that overflows it ("1e300PB"). Converting the result to an
 // integer count is the caller's job (checked_math.h).

@@ -32,6 +32,10 @@ TEST(Units, DurationsAndRates) {
   EXPECT_DOUBLE_EQ(parse_duration("20min"), 1200);
   EXPECT_DOUBLE_EQ(parse_flop_rate("989TFLOPS"), 989e12);
   EXPECT_DOUBLE_EQ(parse_flop_rate("2.5PFLOP/s"), 2.5e15);
+  EXPECT_DOUBLE_EQ(parse_quantity("700W", UnitKind::kPower), 700);
+  EXPECT_DOUBLE_EQ(parse_quantity("1.5kW", UnitKind::kPower), 1500);
+  EXPECT_THROW(parse_quantity("700", UnitKind::kPower), UnitError);
+  EXPECT_THROW(parse_quantity("700Wh", UnitKind::kPower), UnitError);
 }
 
 TEST(Units, MissingOrWrongUnitIsAnError) {
@@ -97,6 +101,8 @@ TEST(Units, QuantityPatternMatchesWhatParsesAndNothingElse) {
       {"4GiB/s", UnitKind::kBytes},       {"2 fortnights", UnitKind::kDuration},
       {"2ks", UnitKind::kDuration},       {"1TFLOPs", UnitKind::kFlopRate},
       {"0x10B", UnitKind::kBytes},        {"1e5", UnitKind::kDuration},
+      {"700W", UnitKind::kPower},         {"1.5 kW", UnitKind::kPower},
+      {"700", UnitKind::kPower},          {"7Wh", UnitKind::kPower},
   };
   for (const Text& t : texts) {
     bool parses = true;

@@ -8,6 +8,7 @@
 #include "sim/core/checked_file.h"
 #include "sim/core/config_files.h"
 #include "sim/core/config_schema.h"
+#include "sim/core/cost_file.h"
 #include "sim/core/hardware.h"
 #include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
@@ -51,6 +52,8 @@ std::vector<Kind> kinds() {
       {"hardware", "configs/hardware", "kvtier hardware file",
        [](const std::string& name) { parse_hardware(load_config(name, "configs/hardware")); }},
       {"scenario", "configs/scenarios", "kvtier scenario", read_scenario},
+      {"cost", "configs/costs", "kvtier cost file (a scenario's cost:)",
+       [](const std::string& name) { parse_cost_file(load_config(name, "configs/costs")); }},
       {"workload", "configs/workloads", "kvtier agent workload (a scenario's workload.agent)",
        [](const std::string& name) { parse_agent_workload(load_config(name, "configs/workloads")); }},
       {"tiers", "configs/tiers", "kvtier tier file (kvtier hitrate --tiers)", read_tier_file},

@@ -7,19 +7,63 @@
 namespace kvtier {
 namespace {
 
+double mean(const std::vector<double>& values) {
+  double sum = 0;
+  for (double v : values) sum += v;
+  return values.empty() ? 0 : sum / static_cast<double>(values.size());
+}
+
 nlohmann::json percentiles(const std::vector<double>& values) {
   if (values.empty()) return nullptr;
   return {{"p50", percentile(values, 0.50)},
           {"p95", percentile(values, 0.95)},
           {"p99", percentile(values, 0.99)},
-          {"mean", [&] {
-             double sum = 0;
-             for (double v : values) sum += v;
-             return sum / static_cast<double>(values.size());
-           }()}};
+          {"mean", mean(values)}};
+}
+
+// The mean of each TTFT part over the requests with a first token.
+nlohmann::json mean_ttft_parts(const std::vector<RequestRecord>& records, const std::vector<std::string>& tiers) {
+  std::vector<double> queue, prefill, conversion, other;
+  std::vector<std::vector<double>> load(tiers.size());
+  for (const RequestRecord& r : records) {
+    if (r.first_token_s < 0) continue;
+    TtftParts p = ttft_parts(r);
+    queue.push_back(p.queue_s);
+    prefill.push_back(p.prefill_s);
+    conversion.push_back(p.conversion_s);
+    other.push_back(p.other_s);
+    for (size_t t = 1; t < tiers.size(); ++t) load[t].push_back(p.load_s[t]);
+  }
+  if (queue.empty()) return nullptr;
+  nlohmann::json parts = {{"queue", mean(queue)}};
+  for (size_t t = 1; t < tiers.size(); ++t) parts["load_" + tiers[t]] = mean(load[t]);
+  parts["conversion"] = mean(conversion);
+  parts["prefill"] = mean(prefill);
+  parts["other"] = mean(other);
+  return parts;
 }
 
 }  // namespace
+
+TtftParts ttft_parts(const RequestRecord& r) {
+  TtftParts p;
+  double left = r.ttft();
+  auto take = [&](double wanted) {
+    double part = std::clamp(wanted, 0.0, left);
+    left -= part;
+    return part;
+  };
+  p.queue_s = take(r.admitted_s - r.arrival_s);
+  p.prefill_s = take(r.prefill_s);
+  p.conversion_s = take(r.conversion_s);
+  double loads = 0;
+  for (double w : r.load_wait_by_tier) loads += w;
+  const double load = take(loads);
+  p.load_s.assign(r.load_wait_by_tier.size(), 0);
+  for (size_t t = 0; t < p.load_s.size(); ++t) p.load_s[t] = loads > 0 ? load * r.load_wait_by_tier[t] / loads : 0;
+  p.other_s = left;
+  return p;
+}
 
 double percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
@@ -35,6 +79,7 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const Slo& slo, double window_s) {
   std::vector<double> ttft, tpot, e2e;
   int64_t completed = 0, good = 0, input_tokens = 0, recomputed = 0, preemptions = 0, rejected = 0;
+  int64_t in_window = 0, tokens_in_window = 0, good_tokens = 0;
   std::vector<int64_t> hits(tier_names.size(), 0);
   for (const RequestRecord& r : records) {
     rejected += r.rejected;
@@ -43,8 +88,15 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
     ++completed;
     if (r.output_tokens > 1) tpot.push_back(r.tpot());
     e2e.push_back(r.completion_s - r.arrival_s);
-    bool in_window = r.completion_s <= window_s;
-    if (in_window && r.ttft() <= slo.ttft_s && r.tpot() <= slo.tpot_s) ++good;
+    if (r.completion_s <= window_s) {
+      const int64_t tokens = r.input_tokens + r.output_tokens;
+      ++in_window;
+      tokens_in_window += tokens;
+      if (r.ttft() <= slo.ttft_s && r.tpot() <= slo.tpot_s) {
+        ++good;
+        good_tokens += tokens;
+      }
+    }
     input_tokens += r.input_tokens;
     recomputed += r.recomputed_tokens;
     preemptions += r.preemptions;
@@ -64,10 +116,15 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
   return {{"requests_issued", records.size()},
           {"requests_completed", completed},
           {"requests_rejected", rejected},
+          {"requests_completed_in_window", in_window},
+          {"requests_completed_after_window", completed - in_window},
           {"goodput_requests", good},
+          {"tokens_in_window", tokens_in_window},
+          {"goodput_tokens", good_tokens},
           {"window_s", window_s},
           {"slo", {{"ttft_s", slo.ttft_s}, {"tpot_s", slo.tpot_s}}},
           {"ttft_s", percentiles(ttft)},
+          {"ttft_parts_s", mean_ttft_parts(records, tier_names)},
           {"tpot_s", percentiles(tpot)},
           {"e2e_s", percentiles(e2e)},
           {"input_tokens", input_tokens},
@@ -84,7 +141,9 @@ void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& rec
   out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
          "input_tokens,output_tokens";
   for (const std::string& t : tier_names) out << ",hit_tokens_" << t;
-  out << ",recomputed_tokens,preemptions\n";
+  out << ",recomputed_tokens,preemptions,ttft_queue_s";
+  for (size_t t = 1; t < tier_names.size(); ++t) out << ",ttft_load_" << tier_names[t] << "_s";
+  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s\n";
   out << std::setprecision(9);
   for (const RequestRecord& r : records) {
     double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
@@ -93,7 +152,16 @@ void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& rec
         << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
     for (size_t t = 0; t < tier_names.size(); ++t)
       out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
-    out << ',' << r.recomputed_tokens << ',' << r.preemptions << '\n';
+    out << ',' << r.recomputed_tokens << ',' << r.preemptions;
+    if (r.first_token_s < 0) {
+      for (size_t column = 0; column < tier_names.size() + 3; ++column) out << ",";
+      out << '\n';
+      continue;
+    }
+    const TtftParts p = ttft_parts(r);
+    out << ',' << p.queue_s;
+    for (size_t t = 1; t < tier_names.size(); ++t) out << ',' << (t < p.load_s.size() ? p.load_s[t] : 0);
+    out << ',' << p.conversion_s << ',' << p.prefill_s << ',' << p.other_s << '\n';
   }
 }
 

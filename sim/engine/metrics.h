@@ -32,11 +32,28 @@ struct Slo {
   double tpot_s = 0.1;
 };
 
+// A request's time to first token in parts that add up to it: queueing until its (last) admission; the
+// steps that ran its prefill chunks, their compute and their conversion; the wait for its load, per tier;
+// and the rest (waiting for a step to end or to take it, and behind copies). A part is capped at what the
+// parts before it leave, so that they never add up to more than the TTFT: with layer-wise overlap a load
+// runs during the prefill, and only what it adds after the prefill counts as load.
+struct TtftParts {
+  double queue_s = 0;
+  double prefill_s = 0;
+  double conversion_s = 0;
+  std::vector<double> load_s;  // per tier, tier 0's 0
+  double other_s = 0;
+};
+// REQUIRES: the request has a first token.
+TtftParts ttft_parts(const RequestRecord& r);
+
 // Linear interpolation between closest ranks (numpy's default). REQUIRES: 0 <= q <= 1.
 double percentile(std::vector<double> values, double q);
 
 // Every figure of the summary, for summary.json and --format json. Goodput counts the requests that
-// completed inside the window and met both SLOs.
+// completed inside the window and met both SLOs; requests_completed_in_window is the AMD seed's goodput
+// (every request completed inside the window), requests_completed_after_window the completions after it.
+// ttft_parts_s holds the mean of each TTFT part over the requests with a first token.
 nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,

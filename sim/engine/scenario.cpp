@@ -23,9 +23,10 @@ std::optional<Calibration> load_scenario_calibration(const ConfigNode& root, Sce
   return load_calibration(s.calibration);
 }
 
-// The hardware file with what the calibration measured laid over it.
+// The hardware file (or the hardware given inline) with what the calibration measured laid over it.
 HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Calibration>& calibration) {
-  HardwareConfig hardware = parse_hardware(load_config(root.string("hardware"), "configs/hardware"));
+  ConfigNode node = root.child("hardware");
+  HardwareConfig hardware = parse_hardware(node.is_map() ? node : load_config(node.as_string(), "configs/hardware"));
   if (calibration) overlay_calibration(*calibration, hardware);
   return hardware;
 }
@@ -166,6 +167,43 @@ VllmCacheKeys parse_instance(const std::optional<ConfigNode>& instance, const Co
   return vllm;
 }
 
+// The key a tier's capacity was given by, for errors about it.
+ConfigNode capacity_key(const ConfigNode& tier) {
+  for (const char* key : {"capacity", "capacity_tokens", "capacity_blocks"}) {
+    if (tier.has(key)) return tier.child(key);
+  }
+  return tier;
+}
+
+// A DRAM tier must fit in the node's DRAM and an NVMe tier on its drives, as the hardware file gives them;
+// with allow_oversubscribe, one that does not is a warning.
+void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_oversubscribe, Scenario& s) {
+  const HardwareConfig& hw = s.hardware;
+  for (size_t i = 1; i < s.tiers.size(); ++i) {
+    const TierSpec& tier = s.tiers[i];
+    double limit = 0;
+    std::string what;
+    if (tier.medium == Medium::kDram) {
+      limit = hw.dram_capacity;
+      what = "the node's DRAM";
+    } else if (tier.medium == Medium::kNvme) {
+      limit = hw.nvme.drives * hw.nvme.capacity;
+      what = "the node's NVMe (" + std::to_string(hw.nvme.drives) + " x " + format_bytes(hw.nvme.capacity) + ")";
+    } else {
+      continue;
+    }
+    if (static_cast<double>(tier.capacity_bytes) <= limit) continue;
+    const std::string message = "a " + format_bytes(static_cast<double>(tier.capacity_bytes)) +
+                                " tier does not fit in " + what + ", " + format_bytes(limit) + " in " + hw.name;
+    if (allow_oversubscribe) {
+      s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
+    } else {
+      capacity_key(nodes[i]).fail(message + "; make it smaller, or set allow_oversubscribe: true "
+                                            "(--allow-oversubscribe) to simulate it anyway");
+    }
+  }
+}
+
 // Tier 0's capacity is what the instance leaves for KV; the file must not set it. The block size and tier
 // 0's KV may come from the instance under vLLM's names.
 void parse_cache(const ConfigNode& root, const VllmCacheKeys& vllm, Scenario& s) {
@@ -200,6 +238,7 @@ void parse_cache(const ConfigNode& root, const VllmCacheKeys& vllm, Scenario& s)
   HardwareConfig instance_hardware = s.hardware;
   instance_hardware.gpu.count = s.gpus;
   s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes, &instance_hardware, tier0_layout);
+  check_tiers_fit_the_node(tiers, root.boolean("allow_oversubscribe", false), s);
 }
 
 void parse_slo(const ConfigNode& root, Scenario& s) {
@@ -216,7 +255,7 @@ void parse_slo(const ConfigNode& root, Scenario& s) {
 
 Scenario parse_scenario(const ConfigNode& root) {
   root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload",
-                   "slo", "seed", "sample_interval", "variants"});
+                   "slo", "seed", "sample_interval", "variants", "cost", "session_tokens", "allow_oversubscribe"});
   Scenario s;
   s.name = root.string("name");
   s.description = root.string("description", "");
@@ -229,6 +268,9 @@ Scenario parse_scenario(const ConfigNode& root) {
   s.tier_conversions = tier_conversion_rates(s, calibration);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);
+  if (root.has("cost")) s.cost = parse_cost_file(load_config(root.string("cost"), "configs/costs"));
+  s.session_tokens = root.token_count("session_tokens", s.session_tokens);
+  if (s.session_tokens <= 0) root.child("session_tokens").fail("expected a positive number of tokens");
   s.sample_interval_s = root.quantity("sample_interval", UnitKind::kDuration, 1.0);
   if (s.sample_interval_s <= 0) root.child("sample_interval").fail("expected a positive duration");
   s.workload = root.child("workload");
@@ -316,6 +358,18 @@ void require_overrides_read(const std::vector<std::vector<OverrideUse>>& uses, s
   }
 }
 
+// An override of a hardware key (--set hardware.pcie.h2d_bandwidth=...) reaches into the hardware file the
+// scenario names: the file is put inline first, its values located at the scenario's hardware: key.
+void inline_hardware_for(ConfigNode& tree, const std::vector<Override>& overrides) {
+  const bool sets_hardware = std::any_of(overrides.begin(), overrides.end(), [](const Override& o) {
+    return o.path.starts_with("hardware.");
+  });
+  if (!sets_hardware || !tree.has("hardware") || !tree.child("hardware").is_scalar()) return;
+  const ConfigNode name = tree.child("hardware");
+  tree.inline_document("hardware", load_config(name.as_string(), "configs/hardware"),
+                       "the hardware file '" + name.as_string() + "' (" + location_of(name) + ")");
+}
+
 }  // namespace
 
 std::vector<Variant> parse_variants(const ConfigNode& root) {
@@ -343,6 +397,7 @@ Override parse_set_argument(const std::string& text) {
 
 std::vector<ScenarioRun> plan_runs(const ConfigNode& file, const std::vector<Override>& overrides) {
   ConfigNode root = file.clone();
+  inline_hardware_for(root, overrides);
   for (const Override& o : overrides) root.set(o.path, o.value, o.origin);
   std::vector<VariantOverrides> variants = read_variants(root);
   std::vector<std::vector<OverrideUse>> uses{root.override_uses()};
@@ -350,6 +405,7 @@ std::vector<ScenarioRun> plan_runs(const ConfigNode& file, const std::vector<Ove
   std::string workload_kind;
   for (const VariantOverrides& v : variants) {
     ConfigNode tree = root.clone();
+    inline_hardware_for(tree, v.overrides);
     for (const Override& o : v.overrides) tree.set(o.path, o.value, o.origin);
     Scenario scenario = parse_scenario(tree);
     std::string kind = validate_workload(scenario);

@@ -20,6 +20,7 @@
 
 #include "sim/core/calibration.h"
 #include "sim/core/config.h"
+#include "sim/core/cost_file.h"
 #include "sim/core/hardware.h"
 #include "sim/engine/metrics.h"
 #include "sim/core/cost_model.h"
@@ -52,10 +53,15 @@ struct Scenario {
   int64_t block_tokens = kDefaultBlockTokens;
   std::vector<TierSpec> tiers;  // with their media and, on this instance, their load paths
   Slo slo;
+  // Drives every random choice of the run, the workload generator's included (a workload file may not pin
+  // its own seed inside a scenario).
   uint64_t seed = 1;
+  std::optional<CostFile> cost;  // `cost:`, the prices and power the run is charged at
+  int64_t session_tokens = 128 * 1024;  // the session size of summary.json's sessions_fit
   double sample_interval_s = 1;
   std::optional<ConfigNode> workload;  // read by the workload builder (workload.h)
   std::optional<ConfigNode> config;    // the whole scenario as read, to locate later checks (preflight.h)
+  std::vector<std::string> warnings;  // located: what was accepted but deserves a word (an oversubscribed tier)
 };
 
 struct Variant {
@@ -76,7 +82,8 @@ struct ScenarioRun {
   Scenario scenario;
 };
 
-// Reads a scenario after overrides have been applied. Throws ConfigError before anything runs.
+// Reads a scenario after overrides have been applied. Throws ConfigError before anything runs. A DRAM or
+// NVMe tier larger than the node's DRAM or drives is an error unless `allow_oversubscribe: true`.
 Scenario parse_scenario(const ConfigNode& root);
 // The variants of a scenario file, or one unnamed variant when it lists none. Throws ConfigError for an
 // empty list and for a name that is empty, repeated or unusable as a folder name.

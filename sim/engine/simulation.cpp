@@ -7,6 +7,7 @@
 
 #include "sim/core/checked_file.h"
 #include "sim/core/transfer_log.h"
+#include "sim/engine/run_cost.h"
 #include "sim/engine/simgrid/serving_instance.h"
 #include "sim/engine/workload.h"
 
@@ -75,6 +76,22 @@ void write_outputs(const std::string& dir, const std::vector<RequestRecord>& rec
   transfers_csv.close();
 }
 
+// What the run did that its price and energy depend on (run_cost.h).
+RunUsage run_usage(const nlohmann::json& summary, const Platform& platform, double busy_s) {
+  RunUsage u;
+  u.window_s = summary["window_s"].get<double>();
+  u.gpu_busy_s = busy_s;
+  const std::vector<std::string> links = platform.link_names();
+  const std::vector<double> bytes = platform.link_bytes();
+  for (size_t l = 0; l < links.size(); ++l) {
+    if (links[l] == "nvme_read") u.nvme_read_bytes = bytes[l];
+    if (links[l] == "nvme_write") u.nvme_write_bytes = bytes[l];
+  }
+  u.tokens_in_window = summary["tokens_in_window"].get<int64_t>();
+  u.tokens_in_slo = summary["goodput_tokens"].get<int64_t>();
+  return u;
+}
+
 }  // namespace
 
 nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
@@ -125,6 +142,9 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   int64_t cache_events = 0;
   for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
   summary["cache_events"] = cache_events;
+  summary["gpu_busy_s"] = instance.state().busy_s;
+  summary["sessions_fit"] = sessions_fit_json(s);
+  if (s.cost) summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, platform, instance.state().busy_s));
   return summary;
 }
 

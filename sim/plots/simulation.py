@@ -1,8 +1,8 @@
-"""Plots of a `kvtier simulate` run: TTFT CDF, hit rate per tier over time, link utilisation.
+"""Plots of a `kvtier simulate` run: TTFT CDF, TTFT in parts, hit rate per tier over time, link utilisation.
 
 Usage: simulation.py OUT_DIR VARIANT [VARIANT ...]
 Each VARIANT names a folder OUT_DIR/VARIANT holding requests.csv and timeseries.csv (written by kvtier).
-Writes OUT_DIR/ttft_cdf.png, OUT_DIR/hit_rate.png and OUT_DIR/link_utilisation.png.
+Writes OUT_DIR/ttft_cdf.png, OUT_DIR/ttft_parts.png, OUT_DIR/hit_rate.png and OUT_DIR/link_utilisation.png.
 
 It prints one line, "kvtier: drawing N plots in OUT_DIR/ ...", before drawing; the plot runner
 (sim/app/plot_runner.cpp) passes lines starting with "kvtier: " on to stderr as they come.
@@ -16,7 +16,7 @@ import os
 import re
 import sys
 
-PLOTS = ("ttft_cdf.png", "hit_rate.png", "link_utilisation.png")
+PLOTS = ("ttft_cdf.png", "ttft_parts.png", "hit_rate.png", "link_utilisation.png")
 CDF_POINTS = 1000
 DPI = 120
 
@@ -30,7 +30,7 @@ def read_columns(path, wanted=None):
         out = {name: [] for _, name in keep}
         for row in reader:
             for i, name in keep:
-                out[name].append(float(row[i]))
+                out[name].append(float(row[i]) if row[i] else None)
     return header, out
 
 
@@ -68,6 +68,40 @@ def ttft_cdf(out_dir, requests):
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.savefig(os.path.join(out_dir, "ttft_cdf.png"), dpi=DPI)
+
+
+def ttft_parts(out_dir, parts):
+    """Per variant, two stacked bars of the TTFT's parts (requests.csv's ttft_<part>_s columns): the mean over
+    every request with a first token, and the mean over the slowest 5 % (TTFT at or above its p95). A part
+    keeps its colour across variants, which may have different tiers."""
+    height = 1.2 + 0.9 * len(parts)
+    fig, (ax,) = new_figure(9, height, left=0.22, right=0.8, bottom=0.55 / height, top=1 - 0.35 / height)
+    names = []  # every part, in the order the files give them
+    labels, stacks = [], []
+    for name, columns in parts.items():
+        names += [c for c in columns if c != "ttft_s" and c not in names]
+        rows = [i for i, t in enumerate(columns["ttft_s"]) if t is not None and t >= 0]
+        if not rows:
+            continue
+        slow_from = sorted(columns["ttft_s"][i] for i in rows)[int(0.95 * (len(rows) - 1))]
+        for label, chosen in ((f"{name}: mean", rows),
+                              (f"{name}: slowest 5 %", [i for i in rows if columns["ttft_s"][i] >= slow_from])):
+            labels.append(label)
+            stacks.append({c: sum(columns[c][i] for i in chosen) / len(chosen) for c in columns if c != "ttft_s"})
+    for k, stack in enumerate(stacks):
+        left = 0
+        for col, value in stack.items():
+            ax.barh(k, value, left=left, color=f"C{names.index(col)}")
+            left += value
+    for col in names:  # one legend entry per part
+        ax.barh(0, 0, color=f"C{names.index(col)}", label=col[len("ttft_"):-len("_s")])
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("seconds")
+    ax.set_title("Where the time to first token goes")
+    ax.grid(True, axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
+    fig.savefig(os.path.join(out_dir, "ttft_parts.png"), dpi=DPI)
 
 
 def minutes(series):
@@ -145,13 +179,15 @@ def shown_folder(out_dir):
 def main():
     out_dir, variants = sys.argv[1], sys.argv[2:]
     print(f"kvtier: drawing {len(PLOTS)} plots in {shown_folder(out_dir)}/ ...", flush=True)
-    requests = {v: read_columns(os.path.join(out_dir, v, "requests.csv"), lambda c: c == "ttft_s")[1]["ttft_s"]
-                for v in variants}
+    columns = {v: read_columns(os.path.join(out_dir, v, "requests.csv"), lambda c: c.startswith("ttft_"))[1]
+               for v in variants}
+    requests = {v: c["ttft_s"] for v, c in columns.items()}
     series = {v: read_columns(os.path.join(out_dir, v, "timeseries.csv"))[1] for v in variants}
     import matplotlib
 
     matplotlib.use("Agg")
     ttft_cdf(out_dir, requests)
+    ttft_parts(out_dir, columns)
     hit_rate(out_dir, series)
     link_utilisation(out_dir, series)
 

@@ -21,6 +21,12 @@ struct RequestRecord {
   int64_t output_tokens = 0;
   std::vector<int64_t> hit_tokens;  // per tier, tier 0 = HBM
   int64_t recomputed_tokens = 0;    // prefilled rather than loaded
+  // Where its time to first token went, beside queueing (admitted_s - arrival_s): the wait for its load,
+  // per lower tier (tier 0's entry is 0), and the steps that ran its prefill chunks, split into their
+  // compute and their (de)quantization in the proportions the cost model planned. ttft_parts() adds them up.
+  std::vector<double> load_wait_by_tier;
+  double prefill_s = 0;
+  double conversion_s = 0;
   int32_t preemptions = 0;
   bool rejected = false;  // never served: its KV can never fit in HBM, or it has no input tokens
 

@@ -15,6 +15,7 @@ struct Scheduler::Sequence {
   int64_t decoded = 0;        // output tokens produced, the first token included
   std::optional<LoadHandle> load;
   double load_started_s = 0;
+  std::vector<double> load_weights;  // per tier, its uncontended load time: how a wait splits over tiers
   std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
 
   bool loading() const { return load.has_value(); }
@@ -62,6 +63,7 @@ const Decision& Scheduler::decide() {
   admit_waiting();
   if (plan_step()) {
     decision_.kind = Decision::Kind::kStep;
+    step_started_s_ = backend_.now();
   } else if (running_.empty() && !waiting_.empty()) {
     // Nothing runs and the head of the queue still does not fit: it never will.
     reject(*waiting_.front());
@@ -100,6 +102,7 @@ void Scheduler::take_arrivals() {
         std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least
     r.output_tokens = seq->request.output_tokens;
     r.hit_tokens.assign(cache_.tier_count(), 0);
+    r.load_wait_by_tier.assign(cache_.tier_count(), 0);
     records_.push_back(std::move(r));
     if (seq->request.input_tokens <= 0) {
       reject(*seq);  // no prompt: no step could ever produce its first token
@@ -197,6 +200,13 @@ void Scheduler::start_transfers(Sequence* waiter) {
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
     waiter->load = backend_.start_load(load_bytes_);
   waiter->load_started_s = backend_.now();
+  waiter->load_weights.assign(load_bytes_.size(), 0);
+  for (size_t t = 1; t < load_bytes_.size(); ++t) {
+    if (load_bytes_[t] == 0) continue;
+    const bool priced = t < config_.tier_load_paths.size() && config_.tier_load_paths[t].bandwidth > 0;
+    waiter->load_weights[t] = priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
+                                     : load_bytes_[t];  // no path given: by bytes
+  }
 }
 
 void Scheduler::finish_loads() {
@@ -205,6 +215,7 @@ void Scheduler::finish_loads() {
     if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
     seq->load.reset();
     record(*seq).load_wait_s = now - seq->load_started_s;
+    split_load_wait(*seq);
     if (seq->prefill_done() && seq->decoded == 0) {  // overlapped prefill finished first
       record(*seq).first_token_s = now;
       seq->decoded = 1;
@@ -215,6 +226,16 @@ void Scheduler::finish_loads() {
     complete(*seq);
     return true;
   });
+}
+
+// A load's wait over the tiers it read, in proportion to each tier's uncontended load time: the tiers load
+// at once over their own paths, so which one held the request up is not recorded, only how long it waited.
+void Scheduler::split_load_wait(const Sequence& seq) {
+  RequestRecord& r = record(seq);
+  double total = 0;
+  for (double w : seq.load_weights) total += w;
+  for (size_t t = 0; t < seq.load_weights.size(); ++t)
+    r.load_wait_by_tier[t] = total > 0 ? r.load_wait_s * seq.load_weights[t] / total : 0;
 }
 
 // Decodes first, one token each; prefill chunks from the remaining budget, oldest first. Returns whether
@@ -251,6 +272,7 @@ bool Scheduler::plan_step() {
 
 void Scheduler::finish_step() {
   ++state_.steps;
+  state_.busy_s += backend_.now() - step_started_s_;
   apply_step();
   fit_decode_kv();
 }
@@ -258,7 +280,11 @@ void Scheduler::finish_step() {
 // Advances every sequence by what the plan gave it: its prefill chunk, or one decoded token.
 void Scheduler::apply_step() {
   double now = backend_.now();
-  const std::vector<PrefillChunk>& chunks = decision_.step.prefills;
+  const StepPlan& step = decision_.step;
+  const std::vector<PrefillChunk>& chunks = step.prefills;
+  // The step's time as it ran, split into compute and conversion as planned.
+  const double ran_s = now - step_started_s_;
+  const double conversion_share = step.seconds > 0 ? step.conversion_s / step.seconds : 0;
   size_t next_chunk = 0;
   for (auto& seq : running_) {
     Sequence& s = *seq;
@@ -266,6 +292,8 @@ void Scheduler::apply_step() {
     if (next_chunk < chunks.size() && chunks[next_chunk].request_id == s.request.id) {
       int64_t tokens = chunks[next_chunk++].tokens;
       if (r.prefill_start_s < 0) r.prefill_start_s = now;
+      r.prefill_s += ran_s * (1 - conversion_share);
+      r.conversion_s += ran_s * conversion_share;
       s.prefilled += tokens;
       r.recomputed_tokens += tokens;
       if (s.prefill_done() && !s.loading()) {
@@ -327,6 +355,8 @@ void Scheduler::preempt_newest() {
     return;
   }
   std::fill(r.hit_tokens.begin(), r.hit_tokens.end(), 0);
+  std::fill(r.load_wait_by_tier.begin(), r.load_wait_by_tier.end(), 0);
+  r.load_wait_s = r.prefill_s = r.conversion_s = 0;
   seq->cached_tokens = seq->prefilled = seq->decoded = 0;
   waiting_.push_front(std::move(seq));
 }

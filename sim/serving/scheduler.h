@@ -68,6 +68,7 @@ struct SchedulerState {
   std::vector<int64_t> hits_since_sample;  // hit tokens per tier since the last sample
   int64_t input_since_sample = 0;
   int64_t steps = 0;  // engine steps run
+  double busy_s = 0;  // the time those steps ran
 };
 
 class Scheduler {
@@ -105,6 +106,7 @@ class Scheduler {
   void choose_loads(Sequence& seq);
   void start_transfers(Sequence* waiter);
   void finish_loads();
+  void split_load_wait(const Sequence& seq);
   bool plan_step();
   void apply_step();
   void complete(Sequence& seq);
@@ -124,6 +126,7 @@ class Scheduler {
   std::vector<std::unique_ptr<Sequence>> running_;  // admitted: loading, prefilling or decoding
   std::vector<double> load_bytes_;                  // start_transfers()'s per-tier totals
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
+  double step_started_s_ = 0;                       // when the step of the last kStep decision began
   int64_t reported_capacity_ = -1;                  // HBM's cache area as last told to the backend
   Decision decision_;
 };
