@@ -30,7 +30,7 @@ AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
     node.child("seed").fail("a scenario's seed drives its workload's generator; remove this seed and set the "
                             "scenario's seed: instead");
   }
-  AgentWorkload parsed = parse_agent_workload(node);
+  AgentWorkload parsed = parse_agent_workload(node, false);
   parsed.seed = seed;
   return parsed;
 }

@@ -72,11 +72,14 @@ def ttft_cdf(out_dir, requests):
 
 def ttft_parts(out_dir, parts):
     """Per variant, two stacked bars of the TTFT's parts (requests.csv's ttft_<part>_s columns): the mean over
-    every request with a first token, and the mean over the slowest 5 % (TTFT at or above its p95)."""
-    fig, (ax,) = new_figure(8, 1.2 + 0.9 * len(parts), left=0.3, right=0.97, bottom=0.5 / (1.2 + 0.9 * len(parts)) + 0.1,
-                            top=0.9)
+    every request with a first token, and the mean over the slowest 5 % (TTFT at or above its p95). A part
+    keeps its colour across variants, which may have different tiers."""
+    height = 1.2 + 0.9 * len(parts)
+    fig, (ax,) = new_figure(9, height, left=0.22, right=0.8, bottom=0.55 / height, top=1 - 0.35 / height)
+    names = []  # every part, in the order the files give them
     labels, stacks = [], []
     for name, columns in parts.items():
+        names += [c for c in columns if c != "ttft_s" and c not in names]
         rows = [i for i, t in enumerate(columns["ttft_s"]) if t is not None and t >= 0]
         if not rows:
             continue
@@ -84,20 +87,20 @@ def ttft_parts(out_dir, parts):
         for label, chosen in ((f"{name}: mean", rows),
                               (f"{name}: slowest 5 %", [i for i in rows if columns["ttft_s"][i] >= slow_from])):
             labels.append(label)
-            stacks.append({col: sum(columns[col][i] for i in chosen) / len(chosen) for col in columns if col != "ttft_s"})
-    for k, label in enumerate(labels):
+            stacks.append({c: sum(columns[c][i] for i in chosen) / len(chosen) for c in columns if c != "ttft_s"})
+    for k, stack in enumerate(stacks):
         left = 0
-        for col, value in stacks[k].items():
-            part = col[len("ttft_"):-len("_s")]
-            ax.barh(k, value, left=left, color=f"C{list(stacks[k]).index(col)}", label=part if k == 0 else None)
+        for col, value in stack.items():
+            ax.barh(k, value, left=left, color=f"C{names.index(col)}")
             left += value
+    for col in names:  # one legend entry per part
+        ax.barh(0, 0, color=f"C{names.index(col)}", label=col[len("ttft_"):-len("_s")])
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     ax.set_xlabel("seconds")
     ax.set_title("Where the time to first token goes")
     ax.grid(True, axis="x", alpha=0.3)
-    if labels:
-        ax.legend(fontsize=8, ncol=3, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     fig.savefig(os.path.join(out_dir, "ttft_parts.png"), dpi=DPI)
 
 

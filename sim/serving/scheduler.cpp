@@ -202,8 +202,10 @@ void Scheduler::start_transfers(Sequence* waiter) {
   waiter->load_started_s = backend_.now();
   waiter->load_weights.assign(load_bytes_.size(), 0);
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
-    const LoadPath& path = config_.tier_load_paths[t];
-    if (load_bytes_[t] > 0) waiter->load_weights[t] = path.latency + load_bytes_[t] / path.bandwidth;
+    if (load_bytes_[t] == 0) continue;
+    const bool priced = t < config_.tier_load_paths.size() && config_.tier_load_paths[t].bandwidth > 0;
+    waiter->load_weights[t] = priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
+                                     : load_bytes_[t];  // no path given: by bytes
   }
 }
 

@@ -46,11 +46,12 @@ struct AgentWorkload {
   double session_rate_per_s = 1;
 };
 
-// Reads a workload mapping; every key is required except `seed` (default 1). Throws ConfigError with the
+// Reads a workload mapping; every key is required except `seed` (default 1), which only a workload used on
+// its own may give (with_seed: inside a scenario, the scenario's seed drives it). Throws ConfigError with the
 // file, line, key and what was expected: token counts must draw at least 1 and at most
 // max_context_tokens (itself at most half the reader's input limit), turns at least 1 and at most
 // kMaxTurnsPerSession, pauses at least 0.
-AgentWorkload parse_agent_workload(const ConfigNode& node);
+AgentWorkload parse_agent_workload(const ConfigNode& node, bool with_seed = true);
 // The built-in default (configs/workloads/agent-default.yaml).
 AgentWorkload default_agent_workload();
 
