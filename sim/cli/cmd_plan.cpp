@@ -32,13 +32,13 @@ int jobs_for(int jobs) {
 
 std::string overrides_text(const std::vector<Override>& overrides) {
   std::string text;
-  for (const Override& o : overrides) text += (text.empty() ? "" : ", ") + o.path + "=" + o.value;
+  for (const Override& o : overrides) text += std::string(text.empty() ? "" : ", ") + o.path + "=" + o.value;
   return text;
 }
 
 std::string seeds_text(const std::vector<uint64_t>& seeds) {
   std::string text;
-  for (uint64_t s : seeds) text += (text.empty() ? "" : ",") + std::to_string(s);
+  for (uint64_t s : seeds) text += std::string(text.empty() ? "" : ",") + std::to_string(s);
   return text;
 }
 
@@ -96,7 +96,7 @@ std::string misses_text(const std::vector<PlanTarget>& targets, const PlanPoint&
   std::string text;
   for (size_t t = 0; t < targets.size(); ++t) {
     if (meets(targets[t], p.mean[t])) continue;
-    text += (text.empty() ? "" : ", ") + targets[t].name + " (" + format_target_value(targets[t], p.mean[t]) +
+    text += std::string(text.empty() ? "" : ", ") + targets[t].name + " (" + format_target_value(targets[t], p.mean[t]) +
             (targets[t].at_least ? " < " : " > ") + format_target_value(targets[t], targets[t].limit) + ")";
   }
   return text.empty() ? "meets every target" : "misses " + text;
@@ -108,8 +108,8 @@ void print_header(std::ostream& os, const std::string& file, const PreparedPlan&
      << (plan.variant.empty() ? "" : ", variant " + plan.variant) << "\n";
   if (!plan.fixed.empty()) os << "  set: " << overrides_text(plan.fixed) << "\n";
   std::string targets, menu;
-  for (const PlanTarget& t : plan.targets) targets += (targets.empty() ? "" : ", ") + limit_text(t);
-  for (const Override& m : plan.menu) menu += (menu.empty() ? "" : ", ") + m.value;
+  for (const PlanTarget& t : plan.targets) targets += std::string(targets.empty() ? "" : ", ") + limit_text(t);
+  for (const Override& m : plan.menu) menu += std::string(menu.empty() ? "" : ", ") + m.value;
   os << "  question: the smallest " << plan.size_key << " of [" << menu << "] with " << targets << "\n";
   for (const PlanChoice& c : plan.choices) {
     os << "  choice " << c.name << ": " << (c.overrides.empty() ? "the scenario as it is" : overrides_text(c.overrides)) << "\n";
@@ -206,7 +206,7 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
     for (size_t c = 0; c < plan.choices.size(); ++c) {
       if (c == *best) continue;
       const ChoiceOutcome& out = result.choices[c];
-      others += (others.empty() ? "" : "; ") + plan.choices[c].name +
+      others += std::string(others.empty() ? "" : "; ") + plan.choices[c].name +
                 (out.chosen ? " needs " + plan.menu[*out.chosen].value : std::string(" meets them at no size on the menu"));
     }
     os << (others.empty() ? "" : " (" + others + ")") << "\n";

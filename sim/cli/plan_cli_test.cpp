@@ -36,8 +36,8 @@ class Plan : public ::testing::Test {
   std::string plan(const std::string& targets, const std::string& extra = "") {
     std::string path = (root_ / "plan.yaml").string();
     write_text(path, "scenario: " + scenario_ + "\nset: {workload.sessions: 3}\ntargets: " + targets +
-                         "\nchoices:\n  bf16: {cache.tiers[1].kv: bf16}\n  int4: {cache.tiers[1].kv: int4}\n"
-                         "size: {key: cache.tiers[1].capacity, menu: [1GiB, 4GiB, 16GiB, 64GiB]}\nseeds: 2\n" + extra);
+                         "\nchoices:\n  bf16:\n    cache.tiers[1].kv: bf16\n  int4:\n    cache.tiers[1].kv: int4\n"
+                         "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB, 16GiB, 64GiB]\nseeds: 2\n" + extra);
     return path;
   }
 
@@ -93,25 +93,25 @@ TEST_F(Plan, JsonHasEveryPointAndTheVerdictWhenNothingMeetsTheTargets) {
 TEST_F(Plan, ABadPlanFileIsRefusedLocatedBeforeAnythingRuns) {
   testing::CliResult typo = run_kvtier("plan " + plan("{ttft_p95: 2s}", "objectiv: least_size\n"));
   EXPECT_EQ(typo.exit_code, 2);
-  EXPECT_NE(typo.out.find("plan.yaml:9:1: objectiv: "), std::string::npos) << typo.out;
+  EXPECT_NE(typo.out.find("plan.yaml:13:1: objectiv: "), std::string::npos) << typo.out;
   EXPECT_EQ(typo.out.find("Bisection"), std::string::npos) << typo.out;
   // A choice's key that nothing reads names the plan file's line.
   std::string path = plan("{ttft_p95: 2s}");
   std::ifstream in(path);
   std::string text((std::istreambuf_iterator<char>(in)), {});
-  text.replace(text.find("{cache.tiers[1].kv: int4}"), 25, "{cache.tiers[1].kvv: int4}");
+  text.replace(text.find("cache.tiers[1].kv: int4"), 23, "cache.tiers[1].kvv: int4");
   write_text(path, text);
   testing::CliResult unread = run_kvtier("plan " + path);
   EXPECT_EQ(unread.exit_code, 2);
-  EXPECT_NE(unread.out.find("plan.yaml:6:10: choices.int4.cache.tiers[1].kvv"), std::string::npos) << unread.out;
+  EXPECT_NE(unread.out.find("plan.yaml:8:25: choices.int4.cache.tiers[1].kvv"), std::string::npos) << unread.out;
   // least_cost without a cost file.
   testing::CliResult cost = run_kvtier("plan " + plan("{ttft_p95: 2s}", "objective: least_cost\n"));
   EXPECT_EQ(cost.exit_code, 2);
-  EXPECT_NE(cost.out.find("plan.yaml:9:12: objective: least_cost needs the price"), std::string::npos) << cost.out;
+  EXPECT_NE(cost.out.find("plan.yaml:13:12: objective: least_cost needs the price"), std::string::npos) << cost.out;
   // A variant that the scenario does not have.
   testing::CliResult variant = run_kvtier("plan " + plan("{ttft_p95: 2s}", "variant: brekeven\n"));
   EXPECT_EQ(variant.exit_code, 2);
-  EXPECT_NE(variant.out.find("plan.yaml:9:10: variant: expected a variant of"), std::string::npos) << variant.out;
+  EXPECT_NE(variant.out.find("plan.yaml:13:10: variant: expected a variant of"), std::string::npos) << variant.out;
   EXPECT_NE(variant.out.find("did you mean 'breakeven'?"), std::string::npos) << variant.out;
 }
 

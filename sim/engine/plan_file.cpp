@@ -115,6 +115,7 @@ void require_free_keys(const ConfigNode& root, const PlanFile& plan) {
   };
   if (auto set = root.optional_child("set")) check(plan.fixed, *set);
   for (const PlanChoice& c : plan.choices) {
+    if (c.overrides.empty()) continue;  // "as-is", or a choice of the scenario as it is
     check(c.overrides, root.child("choices").child(c.name));
     for (const Override& o : c.overrides) {
       for (const Override& f : plan.fixed) {

@@ -13,14 +13,15 @@ using testing::error_of;
 
 PlanFile read(const std::string& text) { return read_plan_file(ConfigNode::load_string(text, "p.yaml")); }
 
-const std::string kSize = "size: {key: cache.tiers[1].capacity, menu: [64GiB, 128GiB, 1TiB, 2TB]}\n";
+// Keys with [i] go in block mappings: a flow mapping's plain keys may not hold brackets.
+const std::string kSize = "size:\n  key: cache.tiers[1].capacity\n  menu: [64GiB, 128GiB, 1TiB, 2TB]\n";
 
 TEST(PlanFile, ReadsEveryKeyWithTargetsInTheirFixedOrderAndTheMenuAsGiven) {
   PlanFile plan = read("scenario: nvme-seed-llama70b-h100\nvariant: int4-offload\n"
                        "set: {workload.sessions: 64, instance.gpus: 8}\n"
                        "targets: {hit_rate: 0.5, tpot_p95: 100ms, ttft_p95: 2s}\n"
-                       "choices:\n  bf16: {cache.tiers[1].kv: bf16, cache.tiers[2].kv: bf16}\n"
-                       "  int4: {cache.tiers[1].kv: int4}\n" +
+                       "choices:\n  bf16:\n    cache.tiers[1].kv: bf16\n    cache.tiers[2].kv: bf16\n"
+                       "  int4:\n    cache.tiers[1].kv: int4\n" +
                        kSize + "objective: least_cost\nseeds: 3\n");
   EXPECT_EQ(plan.scenario, "nvme-seed-llama70b-h100");
   EXPECT_EQ(plan.variant, "int4-offload");
@@ -47,7 +48,7 @@ TEST(PlanFile, ReadsEveryKeyWithTargetsInTheirFixedOrderAndTheMenuAsGiven) {
   for (const Override& m : plan.menu) menu.push_back(m.value);
   EXPECT_EQ(menu, (std::vector<std::string>{"64GiB", "128GiB", "1TiB", "2TB"}));
   EXPECT_EQ(plan.menu[2].path, "cache.tiers[1].capacity");
-  EXPECT_EQ(plan.menu[2].origin, "p.yaml:8:57: size.menu[2]");
+  EXPECT_EQ(plan.menu[2].origin, "p.yaml:13:25: size.menu[2]");
   EXPECT_EQ(plan.objective, PlanObjective::kLeastCost);
   EXPECT_EQ(plan.seeds, (std::vector<uint64_t>{1, 2, 3}));
 }
@@ -87,17 +88,17 @@ TEST(PlanFile, ErrorsAreLocatedAtTheKey) {
             std::string::npos);
   EXPECT_EQ(error_of([&] { read("scenario: s\ntargets: {hit_rate: 1.5}\n" + kSize); }),
             "p.yaml:2:21: targets.hit_rate: expected a fraction of the input tokens in (0, 1], such as 0.5");
-  EXPECT_EQ(error_of([&] { read(head + "set: {cache.tiers[1].capacity: 1TiB}\n" + kSize); }),
-            "p.yaml:3:32: set.cache.tiers[1].capacity: is the size key: the plan chooses it from size.menu");
+  EXPECT_EQ(error_of([&] { read(head + "set:\n  cache.tiers[1].capacity: 1TiB\n" + kSize); }),
+            "p.yaml:4:28: set.cache.tiers[1].capacity: is the size key: the plan chooses it from size.menu");
   EXPECT_EQ(error_of([&] { read(head + "choices: {a: {seed: 4}}\nseeds: 2\n" + kSize); }),
             "p.yaml:3:21: choices.a.seed: seed is also given by seeds:");
   EXPECT_EQ(error_of([&] { read(head + "set: {x: 1}\nchoices: {a: {x: 2}}\n" + kSize); }),
             "p.yaml:4:18: choices.a.x: also given by set: set it or vary it");
   EXPECT_EQ(error_of([&] { read(head + "choices: {a: [1]}\n" + kSize); }),
-            "p.yaml:3:15: choices.a: expected a mapping of key.path: value (the overrides of this alternative)");
-  EXPECT_NE(error_of([&] { read(head + kSize + "objective: least_money\n"); }).find("p.yaml:4:12: objective: "),
+            "p.yaml:3:14: choices.a: expected a mapping of key.path: value (the overrides of this alternative)");
+  EXPECT_NE(error_of([&] { read(head + kSize + "objective: least_money\n"); }).find("p.yaml:6:12: objective: expected least_size or least_cost"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { read(head + kSize + "sizes: 3\n"); }).find("p.yaml:4:1: sizes: "), std::string::npos);
+  EXPECT_NE(error_of([&] { read(head + kSize + "sizes: 3\n"); }).find("p.yaml:6:1: sizes: "), std::string::npos);
   EXPECT_NE(error_of([&] { read(head); }).find("size"), std::string::npos);
 }
 

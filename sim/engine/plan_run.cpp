@@ -25,7 +25,7 @@ std::vector<Override> variant_overrides(const PlanFile& plan, const ConfigNode& 
     return overrides;
   }
   std::string listed;
-  for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+  for (const std::string& n : names) listed += std::string(listed.empty() ? "" : ", ") + n;
   std::string near = closest_match(plan.variant, names);
   throw ConfigError(plan.variant_where + ": expected a variant of " + plan.scenario + " (" + listed + "), got '" +
                     plan.variant + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));

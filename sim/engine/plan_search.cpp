@@ -16,7 +16,7 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 std::string seed_list(const std::vector<uint64_t>& seeds) {
   std::string text;
-  for (uint64_t s : seeds) text += (text.empty() ? "" : ",") + std::to_string(s);
+  for (uint64_t s : seeds) text += std::string(text.empty() ? "" : ",") + std::to_string(s);
   return text;
 }
 
@@ -92,7 +92,7 @@ class Search {
     for (size_t t = 0; t < o_.targets.size(); ++t) {
       const PlanTarget& target = o_.targets[t];
       if (meets(target, p.mean[t])) continue;
-      misses += (misses.empty() ? "" : ", ") + target.name + " " + format_target_value(target, p.mean[t]) +
+      misses += std::string(misses.empty() ? "" : ", ") + target.name + " " + format_target_value(target, p.mean[t]) +
                 (target.at_least ? " < " : " > ") + format_target_value(target, target.limit);
     }
     return misses.empty() ? "meets every target" : "misses " + misses;

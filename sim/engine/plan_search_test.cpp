@@ -21,6 +21,7 @@ nlohmann::json summary(double ttft_p95, double hit_rate = 1.0) {
 
 // A fake evaluator that records every probe.
 struct Fake {
+  explicit Fake(std::function<nlohmann::json(const PlanProbe&)> function) : f(std::move(function)) {}
   std::function<nlohmann::json(const PlanProbe&)> f;
   std::vector<PlanProbe> probes;
   std::vector<size_t> batch_sizes;
@@ -50,7 +51,7 @@ PlanSearchOptions options(size_t sizes, std::vector<PlanTarget> targets, std::ve
   PlanSearchOptions o;
   o.targets = std::move(targets);
   o.choices = std::move(choices);
-  for (size_t s = 0; s < sizes; ++s) o.sizes.push_back("s" + std::to_string(s));
+  for (size_t s = 0; s < sizes; ++s) o.sizes.push_back(std::string("s").append(std::to_string(s)));
   o.seeds = std::move(seeds);
   o.parallel = parallel;
   return o;
@@ -73,7 +74,9 @@ TEST(PlanSearch, BisectionFindsTheSmallestPassingSizeOfAMonotoneFunctionForEvery
         EXPECT_EQ(out.binding, threshold == 0 ? std::nullopt : std::optional<size_t>(threshold - 1));
         // Both confirmed with every seed.
         EXPECT_EQ(out.point(threshold)->seeds, (std::vector<uint64_t>{1, 2}));
-        if (threshold > 0) EXPECT_EQ(out.point(threshold - 1)->seeds, (std::vector<uint64_t>{1, 2}));
+        if (threshold > 0) {
+          EXPECT_EQ(out.point(threshold - 1)->seeds, (std::vector<uint64_t>{1, 2}));
+        }
       }
       EXPECT_TRUE(out.non_monotone.empty());
       EXPECT_EQ(r.simulations, fake.probes.size());
@@ -84,7 +87,9 @@ TEST(PlanSearch, BisectionFindsTheSmallestPassingSizeOfAMonotoneFunctionForEvery
         }
       }
       // A bisection: about log2(n + 1) first-seed probes (one more for the confirmation) when one runs at a time.
-      if (parallel == 1) EXPECT_LE(fake.sizes_with_seed(1).size(), 5u);
+      if (parallel == 1) {
+        EXPECT_LE(fake.sizes_with_seed(1).size(), 5u);
+      }
     }
   }
 }
