@@ -2,6 +2,7 @@
 // smallest size on a menu (such as the DRAM tier's capacity) that meets latency and hit-rate targets, found
 // by bisection with one seed, confirmed with every seed, and shown failing one size smaller; printed with
 // its reasoning. docs/planning.md describes the plan file and the output.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <iostream>
@@ -48,17 +49,29 @@ std::string limit_text(const PlanTarget& t) {
 
 std::string price_text(const std::optional<double>& usd) { return usd ? fixed("%.2f", *usd) : "-"; }
 
-// The parts of the mean TTFT (metrics.h's ttft_parts_s), by name, with their means over the point's seeds.
+// The parts of the mean TTFT (metrics.h's ttft_parts_s) with their means over the point's seeds, in the
+// summary's order: queue, load per tier, conversion, prefill, other (a summary read back from JSON has its
+// keys sorted, so the order is restored here).
 std::vector<std::pair<std::string, double>> ttft_parts(const PlanPoint& p) {
   std::vector<std::pair<std::string, double>> parts;
   if (p.summaries.empty() || !p.summaries[0].contains("ttft_parts_s") || !p.summaries[0]["ttft_parts_s"].is_object()) {
     return parts;
   }
-  for (const auto& item : p.summaries[0]["ttft_parts_s"].items()) {
-    parts.emplace_back(item.key(), mean_figure(p, "ttft_parts_s." + item.key()));
-  }
+  auto rank = [](const std::string& name) {
+    if (name == "queue") return 0;
+    if (name.starts_with("load_")) return 1;
+    if (name == "conversion") return 2;
+    if (name == "prefill") return 3;
+    return 4;
+  };
+  std::vector<std::string> names;
+  for (const auto& item : p.summaries[0]["ttft_parts_s"].items()) names.push_back(item.key());
+  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  for (const std::string& name : names) parts.emplace_back(name, mean_figure(p, "ttft_parts_s." + name));
   return parts;
 }
+
+std::string part_duration(double seconds) { return seconds < 0.5e-3 ? "0 s" : format_duration(seconds); }
 
 // "mean TTFT 1.23 s: queue 0.80 s (65 %), load_dram 0.10 s (8 %), ...; mostly queueing"
 std::string breakdown_text(const PlanPoint& p) {
@@ -71,7 +84,7 @@ std::string breakdown_text(const PlanPoint& p) {
   }
   std::string text = "mean TTFT " + format_duration(total) + " =";
   for (const auto& [name, value] : parts) {
-    text += " " + name + " " + format_duration(value) + " (" + fixed("%.0f", total > 0 ? 100 * value / total : 0) + " %),";
+    text += " " + name + " " + part_duration(value) + " (" + fixed("%.0f", total > 0 ? 100 * value / total : 0) + " %),";
   }
   text.pop_back();
   // The largest of queueing, loading (every tier together), conversion, prefill and the rest.
