@@ -241,7 +241,7 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
        << plan.choices[closest_choice].name << " at " << plan.menu[*out.closest].value << ", which "
        << misses_text(plan.targets, *out.point(*out.closest)) << "\n";
   }
-  os << "\nSimulations: " << result.simulations << " in " << result.rounds << " rounds, " << fixed("%.1f", wall_s)
+  os << "\nSimulations: " << result.simulations << " in " << result.rounds << (result.rounds == 1 ? " round, " : " rounds, ") << fixed("%.1f", wall_s)
      << " s wall (" << jobs << " at once)\n";
 }
 

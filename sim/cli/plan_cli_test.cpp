@@ -101,6 +101,28 @@ TEST_F(Plan, JsonHasEveryPointAndTheVerdictWhenNothingMeetsTheTargets) {
   EXPECT_NE(table.out.find("misses ttft_p95"), std::string::npos) << table.out;
 }
 
+TEST_F(Plan, AVariantOfTheScenarioAndTheLeastCostObjective) {
+  std::string path = (root_ / "variant.yaml").string();
+  write_text(path, "scenario: " + scenario_ +
+                       "\nvariant: breakeven\nset: {workload.sessions: 3, cost: h200}\ntargets: {tpot_p95: 10s}\n"
+                       "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB]\nobjective: least_cost\n");
+  testing::CliResult r = run_shell("$KVTIER plan " + path + " --format json --quiet", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["plan"]["variant"], "breakeven");
+  EXPECT_EQ(j["recommendation"]["choice"], "as-is");
+  EXPECT_EQ(j["recommendation"]["size"], "1GiB");
+  // One seed (the scenario's): bisection alone, 1GiB passes at once.
+  EXPECT_EQ(j["seeds"], nlohmann::json::array({1}));
+  for (const nlohmann::json& p : j["choices"][0]["points"]) EXPECT_GT(p["usd_per_hour"].get<double>(), 0);
+  testing::CliResult table = run_kvtier("plan " + path);
+  ASSERT_EQ(table.exit_code, 0) << table.out;
+  EXPECT_NE(table.out.find("variant breakeven"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("$/hour"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("Verdict: as-is with cache.tiers[1].capacity = 1GiB ($"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("the cheapest"), std::string::npos) << table.out;
+}
+
 TEST_F(Plan, ABadPlanFileIsRefusedLocatedBeforeAnythingRuns) {
   testing::CliResult typo = run_kvtier("plan " + plan("{ttft_p95: 2s}", "objectiv: least_size\n"));
   EXPECT_EQ(typo.exit_code, 2);
