@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/config_error_test_support.h"
+#include "sim/core/config_files.h"
 
 namespace kvtier {
 namespace {
@@ -100,6 +101,16 @@ TEST(PlanFile, ErrorsAreLocatedAtTheKey) {
             std::string::npos);
   EXPECT_NE(error_of([&] { read(head + kSize + "sizes: 3\n"); }).find("p.yaml:6:1: sizes: "), std::string::npos);
   EXPECT_NE(error_of([&] { read(head); }).find("size"), std::string::npos);
+}
+
+TEST(PlanFile, EveryBuiltInPlanReads) {
+  std::vector<std::string> names = embedded_names("configs/plans");
+  EXPECT_NE(std::find(names.begin(), names.end(), "llama70b-h100-dram"), names.end());
+  for (const std::string& name : names) {
+    PlanFile plan = read_plan_file(load_config(name, "configs/plans"));
+    EXPECT_FALSE(plan.menu.empty()) << name;
+    EXPECT_EQ(plan.choices.size(), 2u) << name;
+  }
 }
 
 }  // namespace
