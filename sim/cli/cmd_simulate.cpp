@@ -56,7 +56,8 @@ std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& 
   checks.allow_huge = options.allow_huge;
   for (const ScenarioRun& run : runs) {
     preflight(run.scenario, checks);
-    for (const std::string& warning : run.scenario.warnings) std::cerr << "kvtier: warning: " << warning << "\n";
+    for (const std::string& warning : run.scenario.warnings)
+      std::cerr << "kvtier: warning: " << warning << "\n";
   }
   return runs;
 }

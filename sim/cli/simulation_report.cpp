@@ -156,8 +156,8 @@ std::string markdown_report(const nlohmann::json& result, bool with_plots) {
   build_table(result).print(table);
   md << "```\n" << table.str() << "```\n\n";
   if (with_plots) {
-    md << "![TTFT CDF](ttft_cdf.png)\n\n![TTFT in parts](ttft_parts.png)\n\n![Hit rate per tier](hit_rate.png)\n\n"
-       << "![Link utilisation](link_utilisation.png)\n";
+    md << "![TTFT CDF](ttft_cdf.png)\n\n![TTFT in parts](ttft_parts.png)\n\n"
+       << "![Hit rate per tier](hit_rate.png)\n\n![Link utilisation](link_utilisation.png)\n";
   }
   md << "\nPer-request data: `<variant>/requests.csv`; time series: `<variant>/timeseries.csv`; every figure "
         "above: `summary.json`.\n";

@@ -312,7 +312,8 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value, 
   tree_->overrides.push_back(std::move(applied));
 }
 
-void ConfigNode::inline_document(std::string_view dotted_path, const ConfigNode& document, std::string origin) {
+void ConfigNode::inline_document(std::string_view dotted_path, const ConfigNode& document,
+                                 std::string origin) {
   set(dotted_path, YAML::Dump(document.node_), std::move(origin));
   tree_->overrides.back().leaves.clear();
 }

@@ -1,13 +1,14 @@
-// libFuzzer target for the configuration readers: arbitrary bytes as a hardware file, and as a model
-// card (the document itself, or its `model` key) with an optional KV precision map (`kv`) and block size
-// (`block_tokens`) beside it. Any outcome but a value or a ConfigError (a crash, a sanitizer report,
-// another exception escaping) is a bug. Every layout the card admits, each preset and the `kv` map, is
-// sized per token and per block, so that an arithmetic overflow trips UBSan instead of passing as a
-// wrong size. Build: see docs/testing.md.
+// libFuzzer target for the configuration readers: arbitrary bytes as a hardware file, as a cost file, and
+// as a model card (the document itself, or its `model` key) with an optional KV precision map (`kv`) and
+// block size (`block_tokens`) beside it. Any outcome but a value or a ConfigError (a crash, a sanitizer
+// report, another exception escaping) is a bug. Every layout the card admits, each preset and the `kv` map,
+// is sized per token and per block, so that an arithmetic overflow trips UBSan instead of passing as a wrong
+// size. Build: see docs/testing.md.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "sim/core/cost_file.h"
 #include "sim/core/hardware.h"
 #include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
@@ -43,6 +44,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     kvtier::ConfigNode root = kvtier::ConfigNode::load_string(text, "fuzz.yaml");
     try {
       size_every_layout(root);
+    } catch (const kvtier::ConfigError&) {
+    }
+    try {
+      kvtier::parse_cost_file(root);
     } catch (const kvtier::ConfigError&) {
     }
     kvtier::parse_hardware(root);

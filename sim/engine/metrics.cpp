@@ -22,7 +22,8 @@ nlohmann::json percentiles(const std::vector<double>& values) {
 }
 
 // The mean of each TTFT part over the requests with a first token.
-nlohmann::json mean_ttft_parts(const std::vector<RequestRecord>& records, const std::vector<std::string>& tiers) {
+nlohmann::json mean_ttft_parts(const std::vector<RequestRecord>& records,
+                               const std::vector<std::string>& tiers) {
   std::vector<double> queue, prefill, conversion, other;
   std::vector<std::vector<double>> load(tiers.size());
   for (const RequestRecord& r : records) {
@@ -60,7 +61,8 @@ TtftParts ttft_parts(const RequestRecord& r) {
   for (double w : r.load_wait_by_tier) loads += w;
   const double load = take(loads);
   p.load_s.assign(r.load_wait_by_tier.size(), 0);
-  for (size_t t = 0; t < p.load_s.size(); ++t) p.load_s[t] = loads > 0 ? load * r.load_wait_by_tier[t] / loads : 0;
+  for (size_t t = 0; t < p.load_s.size(); ++t)
+    p.load_s[t] = loads > 0 ? load * r.load_wait_by_tier[t] / loads : 0;
   p.other_s = left;
   return p;
 }

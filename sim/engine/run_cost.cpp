@@ -25,7 +25,8 @@ struct HourlyPrice {
 };
 
 HourlyPrice hourly_price(const Scenario& s, const CostFile& c) {
-  return {s.gpus * c.gpu_usd_per_hour, tier_bytes(s, Medium::kDram) / 1e9 * c.dram_usd_per_gb_month / kHoursPerMonth,
+  return {s.gpus * c.gpu_usd_per_hour,
+          tier_bytes(s, Medium::kDram) / 1e9 * c.dram_usd_per_gb_month / kHoursPerMonth,
           tier_bytes(s, Medium::kNvme) / 1e9 * c.nvme_usd_per_gb_month / kHoursPerMonth};
 }
 
@@ -69,18 +70,20 @@ nlohmann::json run_cost_json(const Scenario& s, const CostFile& c, const RunUsag
   const double hours = u.window_s / 3600;
   const Energy e = energy(s, c, u);
   const double usd = price.total() * hours;
-  return {{"file", c.name},
-          {"window_s", u.window_s},
-          {"usd_per_hour", price.total()},
-          {"usd", usd},
-          {"usd_by_component", {{"gpu", price.gpu * hours}, {"dram", price.dram * hours}, {"nvme", price.nvme * hours}}},
-          {"usd_per_million_tokens_in_slo", per_token(usd, u.tokens_in_slo, 1e6)},
-          {"gpu_busy_share", busy_share(u.gpu_busy_s, u.window_s)},
-          {"energy_j", e.total()},
-          {"energy_j_by_component", {{"gpu", e.gpu}, {"host", e.host}, {"dram", e.dram}, {"nvme", e.nvme}}},
-          {"mean_power_w", u.window_s > 0 ? e.total() / u.window_s : 0},
-          {"tokens_per_joule", e.total() > 0 ? nlohmann::json(static_cast<double>(u.tokens_in_window) / e.total())
-                                             : nlohmann::json(nullptr)}};
+  return {
+      {"file", c.name},
+      {"window_s", u.window_s},
+      {"usd_per_hour", price.total()},
+      {"usd", usd},
+      {"usd_by_component",
+       {{"gpu", price.gpu * hours}, {"dram", price.dram * hours}, {"nvme", price.nvme * hours}}},
+      {"usd_per_million_tokens_in_slo", per_token(usd, u.tokens_in_slo, 1e6)},
+      {"gpu_busy_share", busy_share(u.gpu_busy_s, u.window_s)},
+      {"energy_j", e.total()},
+      {"energy_j_by_component", {{"gpu", e.gpu}, {"host", e.host}, {"dram", e.dram}, {"nvme", e.nvme}}},
+      {"mean_power_w", u.window_s > 0 ? e.total() / u.window_s : 0},
+      {"tokens_per_joule", e.total() > 0 ? nlohmann::json(static_cast<double>(u.tokens_in_window) / e.total())
+                                         : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json sessions_fit_json(const Scenario& s) {

@@ -20,7 +20,7 @@ namespace kvtier {
 
 struct RunUsage {
   double window_s = 0;
-  double gpu_busy_s = 0;      // time the instance ran steps, inside the window
+  double gpu_busy_s = 0;  // time the instance ran steps, inside the window
   double nvme_read_bytes = 0;
   double nvme_write_bytes = 0;
   int64_t tokens_in_window = 0;  // input + output tokens of the requests completed in the window

@@ -39,7 +39,9 @@ std::string scenario_text(const std::string& cost_path) {
   return "name: t\n"
          "model: llama-3.1-8b\n"
          "hardware: h200\n"
-         "cost: " + cost_path + "\n"
+         "cost: " +
+         cost_path +
+         "\n"
          "session_tokens: 256K\n"
          "cache:\n"
          "  block_tokens: 512\n"
@@ -101,7 +103,8 @@ TEST(RunCost, CostFileErrorsAreLocated) {
   EXPECT_EQ(parse(idle_above_busy), "c.yaml:2:54: gpu.idle_power: expected at most busy_power");
   std::string no_unit = kCostFile;
   no_unit.replace(no_unit.find("800W"), 4, "800");
-  EXPECT_NE(parse(no_unit).find("c.yaml:3:15: host.power: a unit is required"), std::string::npos) << parse(no_unit);
+  EXPECT_NE(parse(no_unit).find("c.yaml:3:15: host.power: a unit is required"), std::string::npos)
+      << parse(no_unit);
   std::string negative = kCostFile;
   negative.replace(negative.find("usd_per_hour: 2"), 15, "usd_per_hour: -2");
   EXPECT_EQ(parse(negative), "c.yaml:2:21: gpu.usd_per_hour: expected a price in US dollars, 0 or more");
@@ -171,11 +174,14 @@ TEST(ScenarioPlanning, HardwareKeysCanBeSet) {
 
 TEST(ScenarioPlanning, ATierLargerThanTheNodeIsAnErrorUnlessOversubscribed) {
   const std::string text = scenario_text(write_cost_file());
-  EXPECT_EQ(error_of([&] { plan(text, {"cache.tiers[1].capacity=200GiB"}); }),
-            "--set cache.tiers[1].capacity=200GiB: a 200.0 GiB tier does not fit in the node's DRAM, 128.0 GiB in "
-            "H200 (kvtier calibration machine); make it smaller, or set allow_oversubscribe: true "
-            "(--allow-oversubscribe) to simulate it anyway");
-  EXPECT_NE(error_of([&] { plan(text, {"cache.tiers[2].capacity=65GiB"}); }).find("does not fit in the node's NVMe"),
+  EXPECT_EQ(
+      error_of([&] { plan(text, {"cache.tiers[1].capacity=200GiB"}); }),
+      "--set cache.tiers[1].capacity=200GiB: a 200.0 GiB tier does not fit in the node's DRAM, 128.0 GiB in "
+      "H200 (kvtier calibration machine); make it smaller, or set allow_oversubscribe: true "
+      "(--allow-oversubscribe) to simulate it anyway");
+  EXPECT_NE(error_of([&] {
+              plan(text, {"cache.tiers[2].capacity=65GiB"});
+            }).find("does not fit in the node's NVMe"),
             std::string::npos);
   const Scenario s = plan(text, {"cache.tiers[1].capacity=200GiB", "allow_oversubscribe=true"})[0].scenario;
   ASSERT_EQ(s.warnings.size(), 1u);
@@ -191,7 +197,8 @@ int64_t first_input_tokens(const Scenario& s) {
 TEST(ScenarioPlanning, TheScenariosSeedDrivesTheBuiltInWorkload) {
   const std::string text = scenario_text(write_cost_file());
   std::set<int64_t> first;
-  for (const char* seed : {"seed=1", "seed=2", "seed=3"}) first.insert(first_input_tokens(plan(text, {seed})[0].scenario));
+  for (const char* seed : {"seed=1", "seed=2", "seed=3"})
+    first.insert(first_input_tokens(plan(text, {seed})[0].scenario));
   EXPECT_EQ(first.size(), 3u);  // each seed draws its own first message
   EXPECT_EQ(first_input_tokens(plan(text, {"seed=2"})[0].scenario),
             first_input_tokens(plan(text, {"seed=2"})[0].scenario));

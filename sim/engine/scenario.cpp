@@ -26,7 +26,8 @@ std::optional<Calibration> load_scenario_calibration(const ConfigNode& root, Sce
 // The hardware file (or the hardware given inline) with what the calibration measured laid over it.
 HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Calibration>& calibration) {
   ConfigNode node = root.child("hardware");
-  HardwareConfig hardware = parse_hardware(node.is_map() ? node : load_config(node.as_string(), "configs/hardware"));
+  HardwareConfig hardware =
+      parse_hardware(node.is_map() ? node : load_config(node.as_string(), "configs/hardware"));
   if (calibration) overlay_calibration(*calibration, hardware);
   return hardware;
 }
@@ -188,18 +189,22 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
       what = "the node's DRAM";
     } else if (tier.medium == Medium::kNvme) {
       limit = hw.nvme.drives * hw.nvme.capacity;
-      what = "the node's NVMe (" + std::to_string(hw.nvme.drives) + " x " + format_bytes(hw.nvme.capacity) + ")";
+      what =
+          "the node's NVMe (" + std::to_string(hw.nvme.drives) + " x " + format_bytes(hw.nvme.capacity) + ")";
     } else {
       continue;
     }
     if (static_cast<double>(tier.capacity_bytes) <= limit) continue;
     const std::string message = "a " + format_bytes(static_cast<double>(tier.capacity_bytes)) +
-                                " tier does not fit in " + what + ", " + format_bytes(limit) + " in " + hw.name;
+                                " tier does not fit in " + what + ", " + format_bytes(limit) + " in " +
+                                hw.name;
     if (allow_oversubscribe) {
-      s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
+      s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message +
+                           " (allow_oversubscribe: simulated anyway)");
     } else {
-      capacity_key(nodes[i]).fail(message + "; make it smaller, or set allow_oversubscribe: true "
-                                            "(--allow-oversubscribe) to simulate it anyway");
+      capacity_key(nodes[i]).fail(message +
+                                  "; make it smaller, or set allow_oversubscribe: true "
+                                  "(--allow-oversubscribe) to simulate it anyway");
     }
   }
 }
@@ -255,7 +260,8 @@ void parse_slo(const ConfigNode& root, Scenario& s) {
 
 Scenario parse_scenario(const ConfigNode& root) {
   root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload",
-                   "slo", "seed", "sample_interval", "variants", "cost", "session_tokens", "allow_oversubscribe"});
+                   "slo", "seed", "sample_interval", "variants", "cost", "session_tokens",
+                   "allow_oversubscribe"});
   Scenario s;
   s.name = root.string("name");
   s.description = root.string("description", "");
@@ -361,9 +367,8 @@ void require_overrides_read(const std::vector<std::vector<OverrideUse>>& uses, s
 // An override of a hardware key (--set hardware.pcie.h2d_bandwidth=...) reaches into the hardware file the
 // scenario names: the file is put inline first, its values located at the scenario's hardware: key.
 void inline_hardware_for(ConfigNode& tree, const std::vector<Override>& overrides) {
-  const bool sets_hardware = std::any_of(overrides.begin(), overrides.end(), [](const Override& o) {
-    return o.path.starts_with("hardware.");
-  });
+  const bool sets_hardware = std::any_of(overrides.begin(), overrides.end(),
+                                         [](const Override& o) { return o.path.starts_with("hardware."); });
   if (!sets_hardware || !tree.has("hardware") || !tree.child("hardware").is_scalar()) return;
   const ConfigNode name = tree.child("hardware");
   tree.inline_document("hardware", load_config(name.as_string(), "configs/hardware"),

@@ -18,14 +18,14 @@
 #include <utility>
 #include <vector>
 
+#include "sim/cache/tier_spec.h"
 #include "sim/core/calibration.h"
 #include "sim/core/config.h"
 #include "sim/core/cost_file.h"
-#include "sim/core/hardware.h"
-#include "sim/engine/metrics.h"
 #include "sim/core/cost_model.h"
+#include "sim/core/hardware.h"
 #include "sim/core/model_card.h"
-#include "sim/cache/tier_spec.h"
+#include "sim/engine/metrics.h"
 #include "sim/serving/scheduler.h"
 
 namespace kvtier {
@@ -56,12 +56,13 @@ struct Scenario {
   // Drives every random choice of the run, the workload generator's included (a workload file may not pin
   // its own seed inside a scenario).
   uint64_t seed = 1;
-  std::optional<CostFile> cost;  // `cost:`, the prices and power the run is charged at
+  std::optional<CostFile> cost;         // `cost:`, the prices and power the run is charged at
   int64_t session_tokens = 128 * 1024;  // the session size of summary.json's sessions_fit
   double sample_interval_s = 1;
   std::optional<ConfigNode> workload;  // read by the workload builder (workload.h)
   std::optional<ConfigNode> config;    // the whole scenario as read, to locate later checks (preflight.h)
-  std::vector<std::string> warnings;  // located: what was accepted but deserves a word (an oversubscribed tier)
+  std::vector<std::string>
+      warnings;  // located: what was accepted but deserves a word (an oversubscribed tier)
 };
 
 struct Variant {

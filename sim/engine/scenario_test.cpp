@@ -208,9 +208,10 @@ TEST(Scenario, ARemoteTierOnAHostWithoutNetworkIsRefusedAtItsKey) {
 
 // Load paths are the instance's: the H200's DRAM over one PCIe link at 55.2 GB/s, its disk at 1.1 GB/s.
 TEST(Scenario, EachLowerTierCarriesTheInstancesLoadPath) {
-  Scenario s = plan(with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: bf16, capacity: 96GiB}, "
-                               "{medium: nvme, name: disk, kv: bf16, capacity: 48GiB}]"))[0]
-                   .scenario;
+  Scenario s =
+      plan(with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: bf16, capacity: 96GiB}, "
+                      "{medium: nvme, name: disk, kv: bf16, capacity: 48GiB}]"))[0]
+          .scenario;
   ASSERT_EQ(s.tiers.size(), 3u);
   EXPECT_EQ(s.tiers[2].name, "disk");
   EXPECT_EQ(s.tiers[2].medium, Medium::kNvme);
@@ -239,8 +240,9 @@ std::string turboquant_only_calibration() {
 // plus written, 46,848 + 131,072 = 177,920 B, so the rate is 177,920 / 114,688 × the kernel's. int4 was not
 // measured: 70 % of the H200's 4.8 TB/s.
 TEST(Scenario, EachTierConvertsAtItsEncodingsMeasuredRateElseTheEstimate) {
-  std::string text = with_tiers("[{medium: hbm, kv: bf16}, {medium: dram, kv: turboquant4, capacity: 96GiB}, "
-                                "{medium: nvme, kv: int4, capacity: 48GiB}]") +
+  std::string text = with_tiers(
+                         "[{medium: hbm, kv: bf16}, {medium: dram, kv: turboquant4, capacity: 96GiB}, "
+                         "{medium: nvme, kv: int4, capacity: 48GiB}]") +
                      "calibration: " + turboquant_only_calibration() + "\n";
   Scenario s = plan(text)[0].scenario;
   ASSERT_EQ(s.tier_conversions.size(), 3u);

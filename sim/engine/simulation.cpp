@@ -144,7 +144,8 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   summary["cache_events"] = cache_events;
   summary["gpu_busy_s"] = instance.state().busy_s;
   summary["sessions_fit"] = sessions_fit_json(s);
-  if (s.cost) summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, platform, instance.state().busy_s));
+  if (s.cost)
+    summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, platform, instance.state().busy_s));
   return summary;
 }
 

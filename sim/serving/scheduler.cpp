@@ -204,8 +204,9 @@ void Scheduler::start_transfers(Sequence* waiter) {
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
     if (load_bytes_[t] == 0) continue;
     const bool priced = t < config_.tier_load_paths.size() && config_.tier_load_paths[t].bandwidth > 0;
-    waiter->load_weights[t] = priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
-                                     : load_bytes_[t];  // no path given: by bytes
+    waiter->load_weights[t] =
+        priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
+               : load_bytes_[t];  // no path given: by bytes
   }
 }
 

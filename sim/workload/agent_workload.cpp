@@ -75,10 +75,20 @@ TurnGrowth draw_growth(const AgentWorkload& w, std::mt19937_64& rng) {
 }  // namespace
 
 AgentWorkload parse_agent_workload(const ConfigNode& node, bool with_seed) {
-  std::vector<std::string> keys = {"agents", "shared_prefix_tokens", "first_message_tokens", "turns_per_session",
-                                   "tool_turn_fraction", "tool_output_tokens", "user_message_tokens", "output_tokens",
-                                   "tool_time_s", "user_think_time_s", "reuse_fraction", "max_context_tokens",
-                                   "compacted_tokens", "session_rate_per_s"};
+  std::vector<std::string> keys = {"agents",
+                                   "shared_prefix_tokens",
+                                   "first_message_tokens",
+                                   "turns_per_session",
+                                   "tool_turn_fraction",
+                                   "tool_output_tokens",
+                                   "user_message_tokens",
+                                   "output_tokens",
+                                   "tool_time_s",
+                                   "user_think_time_s",
+                                   "reuse_fraction",
+                                   "max_context_tokens",
+                                   "compacted_tokens",
+                                   "session_rate_per_s"};
   if (with_seed) keys.emplace_back("seed");
   node.allow_keys(keys);
   AgentWorkload w;
