@@ -31,6 +31,7 @@ class Search {
   PlanSearchResult run() {
     std::vector<size_t> chosen = bisect();
     confirm(chosen);
+    confirm_closest();
     finish();
     return std::move(result_);
   }
@@ -238,17 +239,40 @@ class Search {
           }
         }
       }
-      if (!out.chosen) {
-        double best = std::numeric_limits<double>::infinity();
-        for (const PlanPoint& p : out.points) {
-          double worst = 0;
-          for (size_t t = 0; t < o_.targets.size(); ++t) worst = std::max(worst, shortfall(o_.targets[t], p.mean[t]));
-          if (!out.closest || worst < best) {
-            best = worst;
-            out.closest = p.size;
-          }
-        }
+      if (!out.chosen) out.closest = closest(c);
+    }
+  }
+
+  // The menu index, among the points run, whose worst target is missed by the least (ties: the smaller).
+  size_t closest(size_t c) const {
+    double best = std::numeric_limits<double>::infinity();
+    std::optional<size_t> found;
+    for (const auto& [size, runs] : known_[c]) {
+      const PlanPoint p = point(c, size, true);
+      double worst = 0;
+      for (size_t t = 0; t < o_.targets.size(); ++t) worst = std::max(worst, shortfall(o_.targets[t], p.mean[t]));
+      if (!found || worst < best) {
+        best = worst;
+        found = size;
       }
+    }
+    return *found;
+  }
+
+  // A choice without an answer is judged by its closest point, so that point is run with every seed too
+  // (which may make another point the closest: repeated until the closest has every seed).
+  void confirm_closest() {
+    for (size_t round = 0; round < o_.sizes.size(); ++round) {
+      std::vector<PlanProbe> probes;
+      for (size_t c = 0; c < o_.choices.size(); ++c) {
+        if (result_.choices[c].chosen) continue;
+        const size_t size = closest(c);
+        if (point(c, size, true).seeds.size() == o_.seeds.size()) continue;
+        say("  " + label(c, size) + " is the closest to the targets so far: run with every seed");
+        for (const PlanProbe& p : all_seeds(c, size)) probes.push_back(p);
+      }
+      if (probes.empty()) return;
+      run_probes(probes);
     }
   }
 

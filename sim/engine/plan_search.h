@@ -7,8 +7,9 @@
 // the runs allow it (a k-ary search). Then the answer is confirmed with every seed: the chosen size must
 // meet every target in the mean over the seeds, and the next smaller size (the binding evidence) must
 // miss one; where the seeds disagree with the first seed's run, the answer moves one menu entry at a time
-// until both hold. Every point run is kept (the frontier), and pairs of points where a smaller size passes
-// and a larger one fails are reported as non-monotone.
+// until both hold. A choice with no answer is judged by its closest point, which is run with every seed
+// too. Every point run is kept (the frontier), and pairs of points where a smaller size passes and a
+// larger one fails are reported as non-monotone.
 #pragma once
 
 #include <cstdint>

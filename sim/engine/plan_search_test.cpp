@@ -171,6 +171,17 @@ TEST(PlanSearch, NoPassingSizeNamesTheClosestPointAndTheTargetItMisses) {
   EXPECT_EQ(closest->seeds, (std::vector<uint64_t>{1, 2}));  // the largest confirmed failing with every seed
 }
 
+TEST(PlanSearch, TheClosestPointIsRunWithEverySeed) {
+  // Nothing passes; size 2, which the bisection ran with seed 1 only, comes closest.
+  Fake fake{[](const PlanProbe& p) { return summary(p.size == 2 ? 2.1 : 3.0); }};
+  PlanSearchResult r = search_plan(options(6, {ttft_target(2.0)}, {1, 2}), fake.evaluator());
+  EXPECT_EQ(fake.sizes_with_seed(1), (std::vector<size_t>{2, 4, 5}));
+  EXPECT_FALSE(r.choices[0].chosen);
+  EXPECT_EQ(r.choices[0].closest, 2u);
+  EXPECT_EQ(r.choices[0].point(2)->seeds, (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(r.steps.back(), "  only at s2 is the closest to the targets so far: run with every seed");
+}
+
 TEST(PlanSearch, AMissingFigureFails) {
   Fake fake{[](const PlanProbe& p) { return p.size == 0 ? nlohmann::json{{"ttft_s", nullptr}} : summary(1.0); }};
   PlanSearchResult r = search_plan(options(3, {ttft_target(2.0)}), fake.evaluator());
