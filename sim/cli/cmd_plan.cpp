@@ -47,14 +47,17 @@ std::string limit_text(const PlanTarget& t) {
   return t.name + (t.at_least ? " >= " : " <= ") + format_target_value(t, t.limit);
 }
 
-std::string price_text(const std::optional<double>& usd) { return usd ? fixed("%.2f", *usd) : "-"; }
+std::string price_text(const std::optional<double>& usd) {
+  return usd ? fixed("%.2f", *usd) : "-";
+}
 
 // The parts of the mean TTFT (metrics.h's ttft_parts_s) with their means over the point's seeds, in the
 // summary's order: queue, load per tier, conversion, prefill, other (a summary read back from JSON has its
 // keys sorted, so the order is restored here).
 std::vector<std::pair<std::string, double>> ttft_parts(const PlanPoint& p) {
   std::vector<std::pair<std::string, double>> parts;
-  if (p.summaries.empty() || !p.summaries[0].contains("ttft_parts_s") || !p.summaries[0]["ttft_parts_s"].is_object()) {
+  if (p.summaries.empty() || !p.summaries[0].contains("ttft_parts_s") ||
+      !p.summaries[0]["ttft_parts_s"].is_object()) {
     return parts;
   }
   auto rank = [](const std::string& name) {
@@ -66,12 +69,15 @@ std::vector<std::pair<std::string, double>> ttft_parts(const PlanPoint& p) {
   };
   std::vector<std::string> names;
   for (const auto& item : p.summaries[0]["ttft_parts_s"].items()) names.push_back(item.key());
-  std::stable_sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
+  std::stable_sort(names.begin(), names.end(),
+                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
   for (const std::string& name : names) parts.emplace_back(name, mean_figure(p, "ttft_parts_s." + name));
   return parts;
 }
 
-std::string part_duration(double seconds) { return seconds < 0.5e-3 ? "0 s" : format_duration(seconds); }
+std::string part_duration(double seconds) {
+  return seconds < 0.5e-3 ? "0 s" : format_duration(seconds);
+}
 
 // "mean TTFT 1.23 s: queue 0.80 s (65 %), load_dram 0.10 s (8 %), ...; mostly queueing"
 std::string breakdown_text(const PlanPoint& p) {
@@ -84,7 +90,8 @@ std::string breakdown_text(const PlanPoint& p) {
   }
   std::string text = "mean TTFT " + format_duration(total) + " =";
   for (const auto& [name, value] : parts) {
-    text += " " + name + " " + part_duration(value) + " (" + fixed("%.0f", total > 0 ? 100 * value / total : 0) + " %),";
+    text += " " + name + " " + part_duration(value) + " (" +
+            fixed("%.0f", total > 0 ? 100 * value / total : 0) + " %),";
   }
   text.pop_back();
   // The largest of queueing, loading (every tier together), conversion, prefill and the rest.
@@ -109,8 +116,9 @@ std::string misses_text(const std::vector<PlanTarget>& targets, const PlanPoint&
   std::string text;
   for (size_t t = 0; t < targets.size(); ++t) {
     if (meets(targets[t], p.mean[t])) continue;
-    text += std::string(text.empty() ? "" : ", ") + targets[t].name + " (" + format_target_value(targets[t], p.mean[t]) +
-            (targets[t].at_least ? " < " : " > ") + format_target_value(targets[t], targets[t].limit) + ")";
+    text += std::string(text.empty() ? "" : ", ") + targets[t].name + " (" +
+            format_target_value(targets[t], p.mean[t]) + (targets[t].at_least ? " < " : " > ") +
+            format_target_value(targets[t], targets[t].limit) + ")";
   }
   return text.empty() ? "meets every target" : "misses " + text;
 }
@@ -121,18 +129,20 @@ void print_header(std::ostream& os, const std::string& file, const PreparedPlan&
      << (plan.variant.empty() ? "" : ", variant " + plan.variant) << "\n";
   if (!plan.fixed.empty()) os << "  set: " << overrides_text(plan.fixed) << "\n";
   std::string targets, menu;
-  for (const PlanTarget& t : plan.targets) targets += std::string(targets.empty() ? "" : ", ") + limit_text(t);
+  for (const PlanTarget& t : plan.targets)
+    targets += std::string(targets.empty() ? "" : ", ") + limit_text(t);
   for (const Override& m : plan.menu) menu += std::string(menu.empty() ? "" : ", ") + m.value;
   os << "  question: the smallest " << plan.size_key << " of [" << menu << "] with " << targets << "\n";
   for (const PlanChoice& c : plan.choices) {
-    os << "  choice " << c.name << ": " << (c.overrides.empty() ? "the scenario as it is" : overrides_text(c.overrides)) << "\n";
+    os << "  choice " << c.name << ": "
+       << (c.overrides.empty() ? "the scenario as it is" : overrides_text(c.overrides)) << "\n";
   }
-  os << "  objective " << (plan.objective == PlanObjective::kLeastCost ? "least_cost" : "least_size") << ", seeds "
-     << seeds_text(prepared.seeds) << ", " << jobs << " simulations at once\n\n";
+  os << "  objective " << (plan.objective == PlanObjective::kLeastCost ? "least_cost" : "least_size")
+     << ", seeds " << seeds_text(prepared.seeds) << ", " << jobs << " simulations at once\n\n";
 }
 
-void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSearchResult& result, double wall_s,
-                  int jobs) {
+void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSearchResult& result,
+                  double wall_s, int jobs) {
   const PlanFile& plan = prepared.plan;
   const bool seeds = prepared.seeds.size() > 1;
   const bool priced = plan.objective == PlanObjective::kLeastCost ||
@@ -147,11 +157,12 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   for (size_t c = 0; c < plan.choices.size(); ++c) {
     const ChoiceOutcome& out = result.choices[c];
     const std::optional<size_t> shown = out.chosen ? out.chosen : out.closest;
-    std::vector<std::string> row{plan.choices[c].name,
-                                 out.chosen ? plan.menu[*out.chosen].value
-                                            : "none (closest " + plan.menu[*shown].value + ")"};
+    std::vector<std::string> row{
+        plan.choices[c].name,
+        out.chosen ? plan.menu[*out.chosen].value : "none (closest " + plan.menu[*shown].value + ")"};
     const PlanPoint* p = out.point(*shown);
-    for (size_t t = 0; t < plan.targets.size(); ++t) row.push_back(target_cell(plan.targets[t], p->mean[t], p->worst[t], seeds));
+    for (size_t t = 0; t < plan.targets.size(); ++t)
+      row.push_back(target_cell(plan.targets[t], p->mean[t], p->worst[t], seeds));
     if (priced) row.push_back(price_text(prepared.usd_per_hour[c][*shown]));
     answers.add_row(std::move(row));
   }
@@ -165,7 +176,8 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   for (size_t c = 0; c < plan.choices.size(); ++c) {
     for (const PlanPoint& p : result.choices[c].points) {
       std::vector<std::string> row{plan.choices[c].name, plan.menu[p.size].value, seeds_text(p.seeds)};
-      for (size_t t = 0; t < plan.targets.size(); ++t) row.push_back(format_target_value(plan.targets[t], p.mean[t]));
+      for (size_t t = 0; t < plan.targets.size(); ++t)
+        row.push_back(format_target_value(plan.targets[t], p.mean[t]));
       std::string verdict = p.pass ? "pass" : "fail";
       if (result.choices[c].chosen == p.size) verdict += " (chosen)";
       if (result.choices[c].binding == p.size) verdict += " (binding)";
@@ -181,18 +193,22 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
     const std::string& name = plan.choices[c].name;
     if (out.binding) {
       const PlanPoint* below = out.point(*out.binding);
-      os << "  " << name << " at " << plan.menu[*out.binding].value << ": " << misses_text(plan.targets, *below) << "\n"
+      os << "  " << name << " at " << plan.menu[*out.binding].value << ": "
+         << misses_text(plan.targets, *below) << "\n"
          << "      " << breakdown_text(*below) << "\n";
       const PlanPoint* chosen = out.point(*out.chosen);
-      os << "  " << name << " at " << plan.menu[*out.chosen].value << " (chosen): " << breakdown_text(*chosen) << "\n";
+      os << "  " << name << " at " << plan.menu[*out.chosen].value << " (chosen): " << breakdown_text(*chosen)
+         << "\n";
     } else if (out.chosen) {
       os << "  " << name << ": " << plan.menu[*out.chosen].value
-         << " is the smallest size on the menu and meets every target: nothing binds (the menu could start lower)\n"
+         << " is the smallest size on the menu and meets every target: nothing binds (the menu could start "
+            "lower)\n"
          << "      " << breakdown_text(*out.point(*out.chosen)) << "\n";
     } else {
       const PlanPoint* closest = out.point(*out.closest);
-      os << "  " << name << ": no size on the menu meets every target; the closest, " << plan.menu[*out.closest].value
-         << ", " << misses_text(plan.targets, *closest) << "\n      " << breakdown_text(*closest) << "\n";
+      os << "  " << name << ": no size on the menu meets every target; the closest, "
+         << plan.menu[*out.closest].value << ", " << misses_text(plan.targets, *closest) << "\n      "
+         << breakdown_text(*closest) << "\n";
     }
   }
 
@@ -213,14 +229,17 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   if (best) {
     const size_t size = *result.choices[*best].chosen;
     os << plan.choices[*best].name << " with " << plan.size_key << " = " << plan.menu[size].value;
-    if (prepared.usd_per_hour[*best][size]) os << " ($" << fixed("%.2f", *prepared.usd_per_hour[*best][size]) << "/hour)";
-    os << (plan.objective == PlanObjective::kLeastCost ? ", the cheapest" : ", the smallest") << " that meets every target";
+    if (prepared.usd_per_hour[*best][size])
+      os << " ($" << fixed("%.2f", *prepared.usd_per_hour[*best][size]) << "/hour)";
+    os << (plan.objective == PlanObjective::kLeastCost ? ", the cheapest" : ", the smallest")
+       << " that meets every target";
     std::string others;
     for (size_t c = 0; c < plan.choices.size(); ++c) {
       if (c == *best) continue;
       const ChoiceOutcome& out = result.choices[c];
       others += std::string(others.empty() ? "" : "; ") + plan.choices[c].name +
-                (out.chosen ? " needs " + plan.menu[*out.chosen].value : std::string(" meets them at no size on the menu"));
+                (out.chosen ? " needs " + plan.menu[*out.chosen].value
+                            : std::string(" meets them at no size on the menu"));
     }
     os << (others.empty() ? "" : " (" + others + ")") << "\n";
   } else {
@@ -230,7 +249,8 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
     for (size_t c = 0; c < plan.choices.size(); ++c) {
       const PlanPoint* p = result.choices[c].point(*result.choices[c].closest);
       double worst = 0;
-      for (size_t t = 0; t < plan.targets.size(); ++t) worst = std::max(worst, shortfall(plan.targets[t], p->mean[t]));
+      for (size_t t = 0; t < plan.targets.size(); ++t)
+        worst = std::max(worst, shortfall(plan.targets[t], p->mean[t]));
       if (worst < least) {
         least = worst;
         closest_choice = c;
@@ -241,17 +261,20 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
        << plan.choices[closest_choice].name << " at " << plan.menu[*out.closest].value << ", which "
        << misses_text(plan.targets, *out.point(*out.closest)) << "\n";
   }
-  os << "\nSimulations: " << result.simulations << " in " << result.rounds << (result.rounds == 1 ? " round, " : " rounds, ") << fixed("%.1f", wall_s)
-     << " s wall (" << jobs << " at once)\n";
+  os << "\nSimulations: " << result.simulations << " in " << result.rounds
+     << (result.rounds == 1 ? " round, " : " rounds, ") << fixed("%.1f", wall_s) << " s wall (" << jobs
+     << " at once)\n";
 }
 
-nlohmann::json result_json(const std::string& file, const PreparedPlan& prepared, const PlanSearchResult& result,
-                           double wall_s, int jobs) {
+nlohmann::json result_json(const std::string& file, const PreparedPlan& prepared,
+                           const PlanSearchResult& result, double wall_s, int jobs) {
   const PlanFile& plan = prepared.plan;
   auto index = [&](const std::optional<size_t>& i) -> nlohmann::json {
     return i ? nlohmann::json(plan.menu[*i].value) : nlohmann::json(nullptr);
   };
-  auto number = [](double v) -> nlohmann::json { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  auto number = [](double v) -> nlohmann::json {
+    return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+  };
   nlohmann::json choices = nlohmann::json::array();
   for (size_t c = 0; c < plan.choices.size(); ++c) {
     const ChoiceOutcome& out = result.choices[c];
@@ -259,26 +282,43 @@ nlohmann::json result_json(const std::string& file, const PreparedPlan& prepared
     for (const PlanPoint& p : out.points) {
       nlohmann::json targets = nlohmann::json::object();
       for (size_t t = 0; t < plan.targets.size(); ++t) {
-        targets[plan.targets[t].name] = {{"mean", number(p.mean[t])}, {"worst", number(p.worst[t])},
-                                         {"limit", plan.targets[t].limit}, {"met", meets(plan.targets[t], p.mean[t])}};
+        targets[plan.targets[t].name] = {{"mean", number(p.mean[t])},
+                                         {"worst", number(p.worst[t])},
+                                         {"limit", plan.targets[t].limit},
+                                         {"met", meets(plan.targets[t], p.mean[t])}};
       }
       nlohmann::json parts = nlohmann::json::object();
       for (const auto& [name, value] : ttft_parts(p)) parts[name] = number(value);
       const std::optional<double>& usd = prepared.usd_per_hour[c][p.size];
-      points.push_back({{"size", plan.menu[p.size].value}, {"seeds", p.seeds}, {"pass", p.pass}, {"targets", targets},
-                        {"ttft_parts_s", parts}, {"usd_per_hour", usd ? nlohmann::json(*usd) : nlohmann::json(nullptr)}});
+      points.push_back({{"size", plan.menu[p.size].value},
+                        {"seeds", p.seeds},
+                        {"pass", p.pass},
+                        {"targets", targets},
+                        {"ttft_parts_s", parts},
+                        {"usd_per_hour", usd ? nlohmann::json(*usd) : nlohmann::json(nullptr)}});
     }
-    choices.push_back({{"name", plan.choices[c].name}, {"chosen", index(out.chosen)}, {"binding", index(out.binding)},
-                       {"closest", index(out.closest)}, {"non_monotone", out.non_monotone}, {"points", points}});
+    choices.push_back({{"name", plan.choices[c].name},
+                       {"chosen", index(out.chosen)},
+                       {"binding", index(out.binding)},
+                       {"closest", index(out.closest)},
+                       {"non_monotone", out.non_monotone},
+                       {"points", points}});
   }
   std::optional<size_t> best = recommended_choice(result, plan.objective, prepared.usd_per_hour);
   nlohmann::json recommendation = nullptr;
-  if (best) recommendation = {{"choice", plan.choices[*best].name}, {"size", plan.menu[*result.choices[*best].chosen].value}};
-  return {{"plan_file", file},        {"plan", plan_json(plan)},
-          {"scenario_name", prepared.scenario_name}, {"seeds", prepared.seeds},
-          {"choices", choices},       {"recommendation", recommendation},
-          {"steps", result.steps},    {"simulations", result.simulations},
-          {"rounds", result.rounds},  {"wall_s", wall_s},
+  if (best)
+    recommendation = {{"choice", plan.choices[*best].name},
+                      {"size", plan.menu[*result.choices[*best].chosen].value}};
+  return {{"plan_file", file},
+          {"plan", plan_json(plan)},
+          {"scenario_name", prepared.scenario_name},
+          {"seeds", prepared.seeds},
+          {"choices", choices},
+          {"recommendation", recommendation},
+          {"steps", result.steps},
+          {"simulations", result.simulations},
+          {"rounds", result.rounds},
+          {"wall_s", wall_s},
           {"jobs", jobs}};
 }
 
@@ -328,10 +368,12 @@ void run_plan(const PlanOptions& options) {
 
 void add_plan_command(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
-  CLI::App* command = app.add_subcommand(
-      "plan", "Capacity planning: the smallest size that meets TTFT, TPOT and hit-rate targets, per choice (docs/planning.md)");
+  CLI::App* command = app.add_subcommand("plan",
+                                         "Capacity planning: the smallest size that meets TTFT, TPOT and "
+                                         "hit-rate targets, per choice (docs/planning.md)");
   command->add_option("plan_file", options->file, "Plan file or built-in name (configs/plans/)")->required();
-  command->add_option("--jobs", options->jobs, "Simulations at once (default: one per core)")->check(CLI::PositiveNumber);
+  command->add_option("--jobs", options->jobs, "Simulations at once (default: one per core)")
+      ->check(CLI::PositiveNumber);
   command->add_flag("--quiet", options->quiet, "With --format json, no reasoning on stderr");
   command->add_flag("--allow-huge", options->allow_huge,
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");

@@ -18,7 +18,9 @@ namespace {
 using testing::run_kvtier;
 using testing::run_shell;
 
-void write_text(const fs::path& path, const std::string& text) { std::ofstream(path) << text; }
+void write_text(const fs::path& path, const std::string& text) {
+  std::ofstream(path) << text;
+}
 
 class Plan : public ::testing::Test {
  protected:
@@ -29,15 +31,18 @@ class Plan : public ::testing::Test {
                "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
                "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
                "workload: {loop: closed, source: agent, agent: agent-default, sessions: 2, duration: 1min}\n"
-               "variants:\n  - name: always-load\n  - name: breakeven\n    set: {instance.load_policy: breakeven}\n");
+               "variants:\n  - name: always-load\n  - name: breakeven\n    set: {instance.load_policy: "
+               "breakeven}\n");
   }
 
   // A plan over the DRAM tier of the tiny scenario with these targets.
   std::string plan(const std::string& targets, const std::string& extra = "") {
     std::string path = (root_ / "plan.yaml").string();
-    write_text(path, "scenario: " + scenario_ + "\nset: {workload.sessions: 3}\ntargets: " + targets +
-                         "\nchoices:\n  bf16:\n    cache.tiers[1].kv: bf16\n  int4:\n    cache.tiers[1].kv: int4\n"
-                         "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB, 16GiB, 64GiB]\nseeds: 2\n" + extra);
+    write_text(path,
+               "scenario: " + scenario_ + "\nset: {workload.sessions: 3}\ntargets: " + targets +
+                   "\nchoices:\n  bf16:\n    cache.tiers[1].kv: bf16\n  int4:\n    cache.tiers[1].kv: int4\n"
+                   "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB, 16GiB, 64GiB]\nseeds: 2\n" +
+                   extra);
     return path;
   }
 
@@ -50,7 +55,8 @@ TEST_F(Plan, LooseTargetsChooseTheSmallestSizeAndSayNothingBinds) {
   testing::CliResult r = run_kvtier("plan " + plan("{ttft_p95: 1min, tpot_p95: 10s}") + " --jobs 2");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   for (const char* expected :
-       {"question: the smallest cache.tiers[1].capacity of [1GiB, 4GiB, 16GiB, 64GiB] with ttft_p95 <= 60.00 s",
+       {"question: the smallest cache.tiers[1].capacity of [1GiB, 4GiB, 16GiB, 64GiB] with ttft_p95 <= 60.00 "
+        "s",
         "Bisection over 4 sizes with seed 1", "Confirmation with seeds 1,2", "Answer per choice", "Frontier",
         "1GiB is the smallest size on the menu and meets every target: nothing binds", "mean TTFT",
         "Monotonicity: on every point run", "Verdict: bf16 with cache.tiers[1].capacity = 1GiB, the smallest",
@@ -60,9 +66,8 @@ TEST_F(Plan, LooseTargetsChooseTheSmallestSizeAndSayNothingBinds) {
 }
 
 TEST_F(Plan, JsonHasEveryPointAndTheVerdictWhenNothingMeetsTheTargets) {
-  testing::CliResult r = run_shell("$KVTIER plan " + plan("{ttft_p95: 1us, hit_rate: 0.1}") +
-                                       " --jobs 2 --format json --quiet",
-                                   false);
+  testing::CliResult r = run_shell(
+      "$KVTIER plan " + plan("{ttft_p95: 1us, hit_rate: 0.1}") + " --jobs 2 --format json --quiet", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["recommendation"].is_null());
@@ -95,17 +100,19 @@ TEST_F(Plan, JsonHasEveryPointAndTheVerdictWhenNothingMeetsTheTargets) {
 
   testing::CliResult table = run_kvtier("plan " + plan("{ttft_p95: 1us}") + " --jobs 2");
   ASSERT_EQ(table.exit_code, 0) << table.out;
-  EXPECT_NE(table.out.find("Verdict: no size on the menu meets every target for any choice. The closest point is"),
-            std::string::npos)
+  EXPECT_NE(
+      table.out.find("Verdict: no size on the menu meets every target for any choice. The closest point is"),
+      std::string::npos)
       << table.out;
   EXPECT_NE(table.out.find("misses ttft_p95"), std::string::npos) << table.out;
 }
 
 TEST_F(Plan, AVariantOfTheScenarioAndTheLeastCostObjective) {
   std::string path = (root_ / "variant.yaml").string();
-  write_text(path, "scenario: " + scenario_ +
-                       "\nvariant: breakeven\nset: {workload.sessions: 3, cost: h200}\ntargets: {tpot_p95: 10s}\n"
-                       "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB]\nobjective: least_cost\n");
+  write_text(path,
+             "scenario: " + scenario_ +
+                 "\nvariant: breakeven\nset: {workload.sessions: 3, cost: h200}\ntargets: {tpot_p95: 10s}\n"
+                 "size:\n  key: cache.tiers[1].capacity\n  menu: [1GiB, 4GiB]\nobjective: least_cost\n");
   testing::CliResult r = run_shell("$KVTIER plan " + path + " --format json --quiet", false);
   ASSERT_EQ(r.exit_code, 0) << r.out;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -119,7 +126,8 @@ TEST_F(Plan, AVariantOfTheScenarioAndTheLeastCostObjective) {
   ASSERT_EQ(table.exit_code, 0) << table.out;
   EXPECT_NE(table.out.find("variant breakeven"), std::string::npos) << table.out;
   EXPECT_NE(table.out.find("$/hour"), std::string::npos) << table.out;
-  EXPECT_NE(table.out.find("Verdict: as-is with cache.tiers[1].capacity = 1GiB ($"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("Verdict: as-is with cache.tiers[1].capacity = 1GiB ($"), std::string::npos)
+      << table.out;
   EXPECT_NE(table.out.find("the cheapest"), std::string::npos) << table.out;
 }
 
@@ -136,15 +144,18 @@ TEST_F(Plan, ABadPlanFileIsRefusedLocatedBeforeAnythingRuns) {
   write_text(path, text);
   testing::CliResult unread = run_kvtier("plan " + path);
   EXPECT_EQ(unread.exit_code, 2);
-  EXPECT_NE(unread.out.find("plan.yaml:8:25: choices.int4.cache.tiers[1].kvv"), std::string::npos) << unread.out;
+  EXPECT_NE(unread.out.find("plan.yaml:8:25: choices.int4.cache.tiers[1].kvv"), std::string::npos)
+      << unread.out;
   // least_cost without a cost file.
   testing::CliResult cost = run_kvtier("plan " + plan("{ttft_p95: 2s}", "objective: least_cost\n"));
   EXPECT_EQ(cost.exit_code, 2);
-  EXPECT_NE(cost.out.find("plan.yaml:13:12: objective: least_cost needs the price"), std::string::npos) << cost.out;
+  EXPECT_NE(cost.out.find("plan.yaml:13:12: objective: least_cost needs the price"), std::string::npos)
+      << cost.out;
   // A variant that the scenario does not have.
   testing::CliResult variant = run_kvtier("plan " + plan("{ttft_p95: 2s}", "variant: brekeven\n"));
   EXPECT_EQ(variant.exit_code, 2);
-  EXPECT_NE(variant.out.find("plan.yaml:13:10: variant: expected a variant of"), std::string::npos) << variant.out;
+  EXPECT_NE(variant.out.find("plan.yaml:13:10: variant: expected a variant of"), std::string::npos)
+      << variant.out;
   EXPECT_NE(variant.out.find("did you mean 'breakeven'?"), std::string::npos) << variant.out;
 }
 

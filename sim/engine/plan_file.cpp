@@ -17,14 +17,16 @@ struct TargetKind {
 
 const std::vector<TargetKind>& target_kinds() {
   static const std::vector<TargetKind> kinds = {
-      {"ttft_p50", "ttft_s.p50", true}, {"ttft_p95", "ttft_s.p95", true}, {"ttft_p99", "ttft_s.p99", true},
-      {"tpot_p50", "tpot_s.p50", true}, {"tpot_p95", "tpot_s.p95", true}, {"tpot_p99", "tpot_s.p99", true},
+      {"ttft_p50", "ttft_s.p50", true},     {"ttft_p95", "ttft_s.p95", true},
+      {"ttft_p99", "ttft_s.p99", true},     {"tpot_p50", "tpot_s.p50", true},
+      {"tpot_p95", "tpot_s.p95", true},     {"tpot_p99", "tpot_s.p99", true},
       {"hit_rate", "hit_rate_total", false}};
   return kinds;
 }
 
 std::vector<PlanTarget> read_targets(const ConfigNode& node) {
-  if (!node.is_map() || node.keys().empty()) node.fail("expected a mapping of target: limit, such as {ttft_p95: 2s}");
+  if (!node.is_map() || node.keys().empty())
+    node.fail("expected a mapping of target: limit, such as {ttft_p95: 2s}");
   node.allow_keys(plan_target_names());
   std::vector<PlanTarget> targets;
   // In the fixed order of plan_target_names(), whatever the file's.
@@ -37,7 +39,8 @@ std::vector<PlanTarget> read_targets(const ConfigNode& node) {
       if (t.limit <= 0) value->fail("expected a positive duration, such as 2s or 100ms");
     } else {
       t.limit = value->as_number();
-      if (t.limit <= 0 || t.limit > 1) value->fail("expected a fraction of the input tokens in (0, 1], such as 0.5");
+      if (t.limit <= 0 || t.limit > 1)
+        value->fail("expected a fraction of the input tokens in (0, 1], such as 0.5");
     }
     targets.push_back(std::move(t));
   }
@@ -87,7 +90,8 @@ void read_size(const ConfigNode& node, PlanFile& plan) {
   node.allow_keys({"key", "menu"});
   plan.size_key = node.string("key");
   ConfigNode menu = node.child("menu");
-  if (!menu.is_sequence() || menu.elements().empty()) menu.fail("expected a non-empty list of values, small to large");
+  if (!menu.is_sequence() || menu.elements().empty())
+    menu.fail("expected a non-empty list of values, small to large");
   std::vector<ConfigNode> values = menu.elements();
   for (size_t i = 0; i < values.size(); ++i) {
     plan.menu.push_back(scalar_override(plan.size_key, values[i]));
@@ -98,8 +102,8 @@ void read_size(const ConfigNode& node, PlanFile& plan) {
   if (auto magnitudes = menu_magnitudes(values)) {
     for (size_t i = 1; i < values.size(); ++i) {
       if ((*magnitudes)[i] <= (*magnitudes)[i - 1]) {
-        values[i].fail("expected the menu ordered small to large (the search bisects it), but " + plan.menu[i].value +
-                       " is not larger than " + plan.menu[i - 1].value);
+        values[i].fail("expected the menu ordered small to large (the search bisects it), but " +
+                       plan.menu[i].value + " is not larger than " + plan.menu[i - 1].value);
       }
     }
   }
@@ -109,7 +113,8 @@ void read_size(const ConfigNode& node, PlanFile& plan) {
 void require_free_keys(const ConfigNode& root, const PlanFile& plan) {
   auto check = [&](const std::vector<Override>& overrides, const ConfigNode& where) {
     for (const Override& o : overrides) {
-      if (o.path == plan.size_key) where.child(o.path).fail("is the size key: the plan chooses it from size.menu");
+      if (o.path == plan.size_key)
+        where.child(o.path).fail("is the size key: the plan chooses it from size.menu");
       if (o.path == "seed" && !plan.seeds.empty()) where.child(o.path).fail("seed is also given by seeds:");
     }
   };
@@ -119,7 +124,8 @@ void require_free_keys(const ConfigNode& root, const PlanFile& plan) {
     check(c.overrides, root.child("choices").child(c.name));
     for (const Override& o : c.overrides) {
       for (const Override& f : plan.fixed) {
-        if (f.path == o.path) root.child("choices").child(c.name).child(o.path).fail("also given by set: set it or vary it");
+        if (f.path == o.path)
+          root.child("choices").child(c.name).child(o.path).fail("also given by set: set it or vary it");
       }
     }
   }
@@ -181,7 +187,8 @@ nlohmann::json plan_json(const PlanFile& plan) {
   nlohmann::json targets = nlohmann::json::object();
   for (const PlanTarget& t : plan.targets) targets[t.name] = t.text;
   nlohmann::json choices = nlohmann::json::array();
-  for (const PlanChoice& c : plan.choices) choices.push_back({{"name", c.name}, {"set", overrides(c.overrides)}});
+  for (const PlanChoice& c : plan.choices)
+    choices.push_back({{"name", c.name}, {"set", overrides(c.overrides)}});
   nlohmann::json menu = nlohmann::json::array();
   for (const Override& m : plan.menu) menu.push_back(m.value);
   return {{"scenario", plan.scenario},

@@ -26,11 +26,11 @@ namespace kvtier {
 
 // One target: a figure of summary.json held to a limit.
 struct PlanTarget {
-  std::string name;    // as the plan file names it: ttft_p95
-  std::string metric;  // the summary's dotted name: ttft_s.p95
-  double limit = 0;    // seconds, or a fraction for the hit rate
+  std::string name;       // as the plan file names it: ttft_p95
+  std::string metric;     // the summary's dotted name: ttft_s.p95
+  double limit = 0;       // seconds, or a fraction for the hit rate
   bool at_least = false;  // the hit rate must reach its limit; latencies must stay at or under theirs
-  std::string text;    // the limit as given: "2s"
+  std::string text;       // the limit as given: "2s"
 };
 
 // The targets a plan file may give, in the order tables show them: ttft_p50, ttft_p95, ttft_p99, tpot_p50,
@@ -45,17 +45,17 @@ struct PlanChoice {
 enum class PlanObjective { kLeastSize, kLeastCost };
 
 struct PlanFile {
-  std::string scenario;  // path or built-in name
-  std::string variant;   // "" : the scenario's variants are ignored
-  std::string variant_where;    // where the plan file names it, for errors
+  std::string scenario;       // path or built-in name
+  std::string variant;        // "" : the scenario's variants are ignored
+  std::string variant_where;  // where the plan file names it, for errors
   std::vector<Override> fixed;
   std::vector<PlanTarget> targets;
   std::vector<PlanChoice> choices;  // one named "as-is" with no overrides when the file gives none
   std::string size_key;
-  std::vector<Override> menu;       // the sizes, small to large
+  std::vector<Override> menu;  // the sizes, small to large
   PlanObjective objective = PlanObjective::kLeastSize;
   std::string objective_where;  // where the plan file gives it ("" when it does not), for errors
-  std::vector<uint64_t> seeds;      // confirmation seeds; empty: the scenario's own seed alone
+  std::vector<uint64_t> seeds;  // confirmation seeds; empty: the scenario's own seed alone
 };
 
 // Throws ConfigError located at the offending key: unknown keys or targets, a target without its unit or

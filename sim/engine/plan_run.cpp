@@ -27,8 +27,9 @@ std::vector<Override> variant_overrides(const PlanFile& plan, const ConfigNode& 
   std::string listed;
   for (const std::string& n : names) listed += std::string(listed.empty() ? "" : ", ") + n;
   std::string near = closest_match(plan.variant, names);
-  throw ConfigError(plan.variant_where + ": expected a variant of " + plan.scenario + " (" + listed + "), got '" +
-                    plan.variant + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)"));
+  throw ConfigError(plan.variant_where + ": expected a variant of " + plan.scenario + " (" + listed +
+                    "), got '" + plan.variant + "'" +
+                    (near.empty() ? "" : " (did you mean '" + near + "'?)"));
 }
 
 ScenarioRun plan_one(const PreparedPlan& prepared, const PlanProbe& probe) {
@@ -76,8 +77,9 @@ PreparedPlan prepare_plan(const PlanFile& plan, const PreflightOptions& checks) 
       std::optional<double> price;
       if (run.scenario.cost) price = usd_per_hour(run.scenario, *run.scenario.cost);
       if (!price && plan.objective == PlanObjective::kLeastCost) {
-        throw ConfigError(plan.objective_where + ": least_cost needs the price of each run, but the scenario " +
-                          plan.scenario + " names no cost file (add `cost: NAME` to it, or cost: NAME under set:)");
+        throw ConfigError(plan.objective_where +
+                          ": least_cost needs the price of each run, but the scenario " + plan.scenario +
+                          " names no cost file (add `cost: NAME` to it, or cost: NAME under set:)");
       }
       prepared.usd_per_hour.back().push_back(price);
     }

@@ -16,12 +16,12 @@ namespace kvtier {
 
 struct PreparedPlan {
   PlanFile plan;
-  ConfigNode scenario;                    // the scenario file as loaded
-  std::string scenario_name;              // its name: key
-  std::vector<Override> variant;          // the chosen variant's set:, applied before the plan's overrides
-  std::vector<uint64_t> seeds;            // the plan's, or the scenario's own seed alone
+  ConfigNode scenario;            // the scenario file as loaded
+  std::string scenario_name;      // its name: key
+  std::vector<Override> variant;  // the chosen variant's set:, applied before the plan's overrides
+  std::vector<uint64_t> seeds;    // the plan's, or the scenario's own seed alone
   std::vector<std::vector<std::optional<double>>> usd_per_hour;  // per choice and size, with a cost: file
-  std::vector<std::string> warnings;      // the scenario's, once each
+  std::vector<std::string> warnings;                             // the scenario's, once each
 };
 
 // Loads the scenario and checks every choice at every size. Throws ConfigError located at the plan file's

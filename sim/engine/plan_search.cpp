@@ -56,7 +56,8 @@ class Search {
     }
     if (missing.empty()) return;
     std::vector<nlohmann::json> summaries = evaluate_(missing);
-    for (size_t i = 0; i < missing.size(); ++i) known_[missing[i].choice][missing[i].size][missing[i].seed] = summaries[i];
+    for (size_t i = 0; i < missing.size(); ++i)
+      known_[missing[i].choice][missing[i].size][missing[i].seed] = summaries[i];
     result_.simulations += missing.size();
     ++result_.rounds;
   }
@@ -74,11 +75,13 @@ class Search {
     p.pass = true;
     for (const PlanTarget& t : o_.targets) {
       double sum = 0;
-      double worst = t.at_least ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
+      double worst =
+          t.at_least ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
       for (const nlohmann::json& s : p.summaries) {
         const double v = summary_figure(s, t.metric);
         sum += v;  // NaN where a run lacks the figure: the mean misses the target
-        worst = std::isnan(v) || std::isnan(worst) ? kNaN : (t.at_least ? std::min(worst, v) : std::max(worst, v));
+        worst = std::isnan(v) || std::isnan(worst) ? kNaN
+                                                   : (t.at_least ? std::min(worst, v) : std::max(worst, v));
       }
       p.mean.push_back(sum / static_cast<double>(p.summaries.size()));
       p.worst.push_back(worst);
@@ -93,8 +96,9 @@ class Search {
     for (size_t t = 0; t < o_.targets.size(); ++t) {
       const PlanTarget& target = o_.targets[t];
       if (meets(target, p.mean[t])) continue;
-      misses += std::string(misses.empty() ? "" : ", ") + target.name + " " + format_target_value(target, p.mean[t]) +
-                (target.at_least ? " < " : " > ") + format_target_value(target, target.limit);
+      misses += std::string(misses.empty() ? "" : ", ") + target.name + " " +
+                format_target_value(target, p.mean[t]) + (target.at_least ? " < " : " > ") +
+                format_target_value(target, target.limit);
     }
     return misses.empty() ? "meets every target" : "misses " + misses;
   }
@@ -134,18 +138,22 @@ class Search {
         }
         long new_lo = lo[c];
         for (size_t s : sizes[c]) {
-          if (!point(c, s, false).pass && static_cast<long>(s) < new_hi) new_lo = std::max(new_lo, static_cast<long>(s));
+          if (!point(c, s, false).pass && static_cast<long>(s) < new_hi)
+            new_lo = std::max(new_lo, static_cast<long>(s));
         }
         for (size_t s : sizes[c]) say("  " + label(c, s) + ": " + verdict(point(c, s, false)));
         lo[c] = new_lo;
         hi[c] = new_hi;
         if (hi[c] - lo[c] > 1) {
-          say("    " + o_.choices[c] + ": the answer lies between " + (lo[c] < 0 ? "the menu's start" : o_.sizes[lo[c]]) +
-              " and " + (hi[c] == n ? "the menu's end" : o_.sizes[hi[c]]));
+          say("    " + o_.choices[c] + ": the answer lies between " +
+              (lo[c] < 0 ? "the menu's start" : o_.sizes[lo[c]]) + " and " +
+              (hi[c] == n ? "the menu's end" : o_.sizes[hi[c]]));
         } else if (hi[c] == n) {
-          say("    " + o_.choices[c] + ": no size on the menu meets every target with seed " + std::to_string(seed));
+          say("    " + o_.choices[c] + ": no size on the menu meets every target with seed " +
+              std::to_string(seed));
         } else {
-          say("    " + o_.choices[c] + ": smallest passing size " + o_.sizes[hi[c]] + " with seed " + std::to_string(seed));
+          say("    " + o_.choices[c] + ": smallest passing size " + o_.sizes[hi[c]] + " with seed " +
+              std::to_string(seed));
         }
       }
     }
@@ -167,7 +175,8 @@ class Search {
     std::vector<size_t> candidate(o_.choices.size());
     std::vector<bool> settled(o_.choices.size(), false);
     for (size_t c = 0; c < candidate.size(); ++c) candidate[c] = std::min(bisected[c], n - 1);
-    say("Confirmation with seeds " + seed_list(o_.seeds) + " (a point passes when the mean over its seeds meets "
+    say("Confirmation with seeds " + seed_list(o_.seeds) +
+        " (a point passes when the mean over its seeds meets "
         "every target):");
     for (size_t step = 0; step <= n + 1; ++step) {
       std::vector<PlanProbe> probes;
@@ -190,7 +199,8 @@ class Search {
           if (s == 0) {
             out.chosen = s;
             settled[c] = true;
-            say("    " + o_.choices[c] + ": " + o_.sizes[s] + ", the smallest size on the menu, already meets every target");
+            say("    " + o_.choices[c] + ": " + o_.sizes[s] +
+                ", the smallest size on the menu, already meets every target");
             continue;
           }
           PlanPoint below = point(c, s - 1, true);
@@ -232,10 +242,12 @@ class Search {
         }
         for (size_t i = 0; i < level.size(); ++i) {
           for (size_t j = i + 1; j < level.size(); ++j) {
-            if (!level[i].pass || level[j].pass || !reported.insert({level[i].size, level[j].size}).second) continue;
-            out.non_monotone.push_back(o_.choices[c] + ": " + o_.sizes[level[i].size] + " meets every target but the larger " +
-                                       o_.sizes[level[j].size] + " " + verdict(level[j]) +
-                                       (first_seed_only ? " (seed " + std::to_string(o_.seeds[0]) + ")" : " (mean over the seeds)"));
+            if (!level[i].pass || level[j].pass || !reported.insert({level[i].size, level[j].size}).second)
+              continue;
+            out.non_monotone.push_back(
+                o_.choices[c] + ": " + o_.sizes[level[i].size] + " meets every target but the larger " +
+                o_.sizes[level[j].size] + " " + verdict(level[j]) +
+                (first_seed_only ? " (seed " + std::to_string(o_.seeds[0]) + ")" : " (mean over the seeds)"));
           }
         }
       }
@@ -250,7 +262,8 @@ class Search {
     for (const auto& [size, runs] : known_[c]) {
       const PlanPoint p = point(c, size, true);
       double worst = 0;
-      for (size_t t = 0; t < o_.targets.size(); ++t) worst = std::max(worst, shortfall(o_.targets[t], p.mean[t]));
+      for (size_t t = 0; t < o_.targets.size(); ++t)
+        worst = std::max(worst, shortfall(o_.targets[t], p.mean[t]));
       if (!found || worst < best) {
         best = worst;
         found = size;
@@ -341,11 +354,12 @@ PlanSearchResult search_plan(const PlanSearchOptions& options, const PlanEvaluat
   return Search(options, evaluate).run();
 }
 
-std::optional<size_t> recommended_choice(const PlanSearchResult& result, PlanObjective objective,
-                                         const std::vector<std::vector<std::optional<double>>>& usd_per_hour) {
+std::optional<size_t> recommended_choice(
+    const PlanSearchResult& result, PlanObjective objective,
+    const std::vector<std::vector<std::optional<double>>>& usd_per_hour) {
   auto cost = [&](size_t c) -> double {
-    const std::optional<double>& price = usd_per_hour.size() > c ? usd_per_hour[c][*result.choices[c].chosen]
-                                                                 : std::optional<double>{};
+    const std::optional<double>& price =
+        usd_per_hour.size() > c ? usd_per_hour[c][*result.choices[c].chosen] : std::optional<double>{};
     return price ? *price : std::numeric_limits<double>::infinity();
   };
   std::optional<size_t> best;

@@ -35,10 +35,10 @@ using PlanEvaluator = std::function<std::vector<nlohmann::json>(const std::vecto
 
 struct PlanSearchOptions {
   std::vector<PlanTarget> targets;
-  std::vector<std::string> choices;  // names
-  std::vector<std::string> sizes;    // the menu, small to large
-  std::vector<uint64_t> seeds;       // non-empty; the first is the bisection's
-  size_t parallel = 1;               // simulations the evaluator runs at once
+  std::vector<std::string> choices;                      // names
+  std::vector<std::string> sizes;                        // the menu, small to large
+  std::vector<uint64_t> seeds;                           // non-empty; the first is the bisection's
+  size_t parallel = 1;                                   // simulations the evaluator runs at once
   std::function<void(const std::string& line)> on_step;  // each line of the reasoning as it happens
 };
 
@@ -53,10 +53,10 @@ struct PlanPoint {
 };
 
 struct ChoiceOutcome {
-  std::vector<PlanPoint> points;    // every point run, by size
-  std::optional<size_t> chosen;     // the menu index of the answer: the smallest confirmed size
-  std::optional<size_t> binding;    // the next smaller menu entry, run with every seed, which misses a target
-  std::optional<size_t> closest;    // with no answer: the menu index whose worst target is missed by least
+  std::vector<PlanPoint> points;  // every point run, by size
+  std::optional<size_t> chosen;   // the menu index of the answer: the smallest confirmed size
+  std::optional<size_t> binding;  // the next smaller menu entry, run with every seed, which misses a target
+  std::optional<size_t> closest;  // with no answer: the menu index whose worst target is missed by least
   std::vector<std::string> non_monotone;  // "256GiB meets every target but 512GiB misses ttft_p95"
 
   const PlanPoint* point(size_t size) const;  // null when not run
@@ -66,7 +66,7 @@ struct PlanSearchResult {
   std::vector<ChoiceOutcome> choices;
   std::vector<std::string> steps;  // the reasoning, as on_step saw it
   size_t simulations = 0;
-  size_t rounds = 0;               // calls of the evaluator
+  size_t rounds = 0;  // calls of the evaluator
 };
 
 PlanSearchResult search_plan(const PlanSearchOptions& options, const PlanEvaluator& evaluate);

@@ -12,8 +12,12 @@
 namespace kvtier {
 namespace {
 
-PlanTarget ttft_target(double limit) { return {"ttft_p95", "ttft_s.p95", limit, false, ""}; }
-PlanTarget hit_target(double limit) { return {"hit_rate", "hit_rate_total", limit, true, ""}; }
+PlanTarget ttft_target(double limit) {
+  return {"ttft_p95", "ttft_s.p95", limit, false, ""};
+}
+PlanTarget hit_target(double limit) {
+  return {"hit_rate", "hit_rate_total", limit, true, ""};
+}
 
 nlohmann::json summary(double ttft_p95, double hit_rate = 1.0) {
   return {{"ttft_s", {{"p95", ttft_p95}}}, {"hit_rate_total", hit_rate}};
@@ -62,7 +66,9 @@ TEST(PlanSearch, BisectionFindsTheSmallestPassingSizeOfAMonotoneFunctionForEvery
   for (size_t parallel : {1u, 2u, 3u, 8u}) {
     for (size_t threshold = 0; threshold <= n; ++threshold) {
       // TTFT falls with the size; it meets 2 s from `threshold` on (never when threshold == n).
-      Fake fake{[&](const PlanProbe& p) { return summary(p.size >= threshold ? 1.5 : 3.0 + 0.1 * double(n - p.size)); }};
+      Fake fake{[&](const PlanProbe& p) {
+        return summary(p.size >= threshold ? 1.5 : 3.0 + 0.1 * double(n - p.size));
+      }};
       PlanSearchResult r = search_plan(options(n, {ttft_target(2.0)}, {1, 2}, parallel), fake.evaluator());
       const ChoiceOutcome& out = r.choices[0];
       SCOPED_TRACE("parallel " + std::to_string(parallel) + ", threshold " + std::to_string(threshold));
@@ -83,10 +89,12 @@ TEST(PlanSearch, BisectionFindsTheSmallestPassingSizeOfAMonotoneFunctionForEvery
       // No probe is run twice, and never more than `parallel` at once in the bisection.
       for (size_t i = 0; i < fake.probes.size(); ++i) {
         for (size_t j = 0; j < i; ++j) {
-          EXPECT_FALSE(fake.probes[i].size == fake.probes[j].size && fake.probes[i].seed == fake.probes[j].seed);
+          EXPECT_FALSE(fake.probes[i].size == fake.probes[j].size &&
+                       fake.probes[i].seed == fake.probes[j].seed);
         }
       }
-      // A bisection: about log2(n + 1) first-seed probes (one more for the confirmation) when one runs at a time.
+      // A bisection: about log2(n + 1) first-seed probes (one more for the confirmation) when one runs at a
+      // time.
       if (parallel == 1) {
         EXPECT_LE(fake.sizes_with_seed(1).size(), 5u);
       }
@@ -128,7 +136,7 @@ TEST(PlanSearch, SeedsThatDisagreeWithTheFirstMoveTheAnswerUp) {
   EXPECT_EQ(r.choices[0].chosen, 3u);
   EXPECT_EQ(r.choices[0].binding, 2u);
   EXPECT_FALSE(r.choices[0].point(2)->pass);
-  EXPECT_DOUBLE_EQ(r.choices[0].point(2)->mean[0], 3.0);   // (1 + 4 + 4) / 3
+  EXPECT_DOUBLE_EQ(r.choices[0].point(2)->mean[0], 3.0);  // (1 + 4 + 4) / 3
   EXPECT_DOUBLE_EQ(r.choices[0].point(2)->worst[0], 4.0);
 }
 
@@ -183,7 +191,9 @@ TEST(PlanSearch, TheClosestPointIsRunWithEverySeed) {
 }
 
 TEST(PlanSearch, AMissingFigureFails) {
-  Fake fake{[](const PlanProbe& p) { return p.size == 0 ? nlohmann::json{{"ttft_s", nullptr}} : summary(1.0); }};
+  Fake fake{[](const PlanProbe& p) {
+    return p.size == 0 ? nlohmann::json{{"ttft_s", nullptr}} : summary(1.0);
+  }};
   PlanSearchResult r = search_plan(options(3, {ttft_target(2.0)}), fake.evaluator());
   EXPECT_EQ(r.choices[0].chosen, 1u);
   EXPECT_TRUE(std::isnan(r.choices[0].point(0)->mean[0]));
@@ -195,8 +205,7 @@ TEST(PlanSearch, TheObjectivePicksTheSmallestOrTheCheapestChoice) {
   r.choices.resize(3);
   r.choices[0].chosen = 3;
   r.choices[1].chosen = 2;  // smaller, but dearer
-  const std::vector<std::vector<std::optional<double>>> usd = {
-      {1, 2, 3, 4}, {10, 20, 30, 40}, {1, 2, 3, 4}};
+  const std::vector<std::vector<std::optional<double>>> usd = {{1, 2, 3, 4}, {10, 20, 30, 40}, {1, 2, 3, 4}};
   EXPECT_EQ(recommended_choice(r, PlanObjective::kLeastSize, usd), 1u);
   EXPECT_EQ(recommended_choice(r, PlanObjective::kLeastCost, usd), 0u);
   r.choices[0].chosen.reset();
@@ -205,7 +214,8 @@ TEST(PlanSearch, TheObjectivePicksTheSmallestOrTheCheapestChoice) {
 }
 
 TEST(PlanSearch, SummaryFiguresByDottedName) {
-  nlohmann::json s = {{"ttft_s", {{"p95", 1.5}}}, {"ttft_parts_s", {{"queue", 0.25}}}, {"hit_rate_total", 0.5}};
+  nlohmann::json s = {
+      {"ttft_s", {{"p95", 1.5}}}, {"ttft_parts_s", {{"queue", 0.25}}}, {"hit_rate_total", 0.5}};
   EXPECT_DOUBLE_EQ(summary_figure(s, "ttft_s.p95"), 1.5);
   EXPECT_DOUBLE_EQ(summary_figure(s, "ttft_parts_s.queue"), 0.25);
   EXPECT_DOUBLE_EQ(summary_figure(s, "hit_rate_total"), 0.5);
