@@ -7,12 +7,6 @@
 namespace kvtier {
 namespace {
 
-// A scalar value of a swept or set key; its origin is where the sweep file gives it.
-Override value_override(const std::string& key, const ConfigNode& value) {
-  if (!value.is_scalar()) value.fail("expected a scalar value (a number, a size such as 64GiB, a name)");
-  return {key, value.as_string(), value.where()};
-}
-
 std::vector<SweepAxis> read_axes(const ConfigNode& node) {
   if (!node.is_map()) node.fail("expected a mapping of key.path: [values]");
   std::vector<std::string> keys = node.keys();
@@ -22,7 +16,7 @@ std::vector<SweepAxis> read_axes(const ConfigNode& node) {
     ConfigNode list = node.child(key);
     if (!list.is_sequence() || list.elements().empty()) list.fail("expected a non-empty list of values");
     SweepAxis axis{key, {}};
-    for (const ConfigNode& value : list.elements()) axis.values.push_back(value_override(key, value));
+    for (const ConfigNode& value : list.elements()) axis.values.push_back(scalar_override(key, value));
     axes.push_back(std::move(axis));
   }
   return axes;
@@ -36,23 +30,6 @@ void require_equal_lengths(const ConfigNode& zip, const std::vector<SweepAxis>& 
                                std::to_string(axis.values.size()));
     }
   }
-}
-
-std::vector<uint64_t> read_seeds(const ConfigNode& node) {
-  std::vector<uint64_t> seeds;
-  if (node.is_scalar()) {
-    int64_t count = node.as_integer();
-    if (count < 1) node.fail("expected a count of seeds of at least 1, or a list of seeds");
-    for (int64_t s = 1; s <= count; ++s) seeds.push_back(static_cast<uint64_t>(s));
-    return seeds;
-  }
-  if (!node.is_sequence() || node.elements().empty()) node.fail("expected a count of seeds or a non-empty list");
-  for (const ConfigNode& seed : node.elements()) {
-    uint64_t value = seed.as_unsigned();
-    if (std::find(seeds.begin(), seeds.end(), value) != seeds.end()) seed.fail("seed given twice");
-    seeds.push_back(value);
-  }
-  return seeds;
 }
 
 // A key is swept once, and never both swept and set (the set value would be overridden at every point).
@@ -107,6 +84,28 @@ nlohmann::json axes_json(const std::vector<SweepAxis>& axes) {
 
 }  // namespace
 
+Override scalar_override(const std::string& key, const ConfigNode& value) {
+  if (!value.is_scalar()) value.fail("expected a scalar value (a number, a size such as 64GiB, a name)");
+  return {key, value.as_string(), value.where()};
+}
+
+std::vector<uint64_t> read_seed_list(const ConfigNode& node) {
+  std::vector<uint64_t> seeds;
+  if (node.is_scalar()) {
+    int64_t count = node.as_integer();
+    if (count < 1) node.fail("expected a count of seeds of at least 1, or a list of seeds");
+    for (int64_t s = 1; s <= count; ++s) seeds.push_back(static_cast<uint64_t>(s));
+    return seeds;
+  }
+  if (!node.is_sequence() || node.elements().empty()) node.fail("expected a count of seeds or a non-empty list");
+  for (const ConfigNode& seed : node.elements()) {
+    uint64_t value = seed.as_unsigned();
+    if (std::find(seeds.begin(), seeds.end(), value) != seeds.end()) seed.fail("seed given twice");
+    seeds.push_back(value);
+  }
+  return seeds;
+}
+
 SweepFile read_sweep_file(const ConfigNode& root) {
   root.allow_keys({"scenario", "trace", "set", "grid", "zip", "seeds"});
   SweepFile sweep;
@@ -114,14 +113,14 @@ SweepFile read_sweep_file(const ConfigNode& root) {
   sweep.trace = root.string("trace", "");
   if (auto set = root.optional_child("set")) {
     if (!set->is_map()) set->fail("expected a mapping of key.path: value");
-    for (const std::string& key : set->keys()) sweep.fixed.push_back(value_override(key, set->child(key)));
+    for (const std::string& key : set->keys()) sweep.fixed.push_back(scalar_override(key, set->child(key)));
   }
   if (auto grid = root.optional_child("grid")) sweep.grid = read_axes(*grid);
   if (auto zip = root.optional_child("zip")) {
     sweep.zip = read_axes(*zip);
     require_equal_lengths(*zip, sweep.zip);
   }
-  if (auto seeds = root.optional_child("seeds")) sweep.seeds = read_seeds(*seeds);
+  if (auto seeds = root.optional_child("seeds")) sweep.seeds = read_seed_list(*seeds);
   if (sweep.grid.empty() && sweep.zip.empty() && sweep.seeds.empty()) {
     root.fail("nothing varies: expected grid:, zip: or seeds:");
   }

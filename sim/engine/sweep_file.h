@@ -40,6 +40,13 @@ struct SweepPoint {
   std::optional<uint64_t> seed;
 };
 
+// A scalar value given for `key` in a file (a sweep's grid or set:, a plan's choices): an Override located
+// at the value, so that plan_runs() names the file's line. Throws ConfigError for a list or a mapping.
+Override scalar_override(const std::string& key, const ConfigNode& value);
+
+// `seeds:` as a sweep or plan file gives it: N (seeds 1 to N) or a list of distinct seeds.
+std::vector<uint64_t> read_seed_list(const ConfigNode& node);
+
 // Throws ConfigError located at the offending key: unknown keys, an empty grid or value list, zip lists of
 // different lengths, a key swept twice or both swept and set, bad seeds, nothing that varies.
 SweepFile read_sweep_file(const ConfigNode& root);
