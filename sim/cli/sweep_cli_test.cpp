@@ -50,12 +50,7 @@ class Sweep : public ::testing::Test {
  protected:
   void SetUp() override {
     scenario_ = (root_ / "tiny.yaml").string();
-    write_text(scenario_,
-               "name: tiny\nmodel: llama-3.1-8b\nhardware: h200\ninstance: {activation_reserve: 8GiB}\n"
-               "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
-               "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
-               "workload: {loop: closed, source: agent, agent: agent-default, sessions: 2, duration: 1min}\n"
-               "variants:\n  - name: always-load\n  - name: breakeven\n    set: {instance.load_policy: breakeven}\n");
+    write_text(scenario_, testing::kTinyScenario);
     sweep_ = (root_ / "tiny-sweep.yaml").string();
     write_text(sweep_, "scenario: " + scenario_ +
                            "\nset: {workload.sessions: 3}\ngrid:\n  cache.tiers[1].capacity: [1GiB, 4GiB, 64GiB]\n"
