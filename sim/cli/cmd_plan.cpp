@@ -14,6 +14,7 @@
 #include "sim/core/config_files.h"
 #include "sim/core/units.h"
 #include "sim/engine/isolated_run.h"
+#include "sim/engine/metrics.h"
 #include "sim/engine/plan_run.h"
 
 namespace kvtier {
@@ -52,26 +53,15 @@ std::string price_text(const std::optional<double>& usd) {
 }
 
 // The parts of the mean TTFT (metrics.h's ttft_parts_s) with their means over the point's seeds, in the
-// summary's order: queue, load per tier, conversion, prefill, other (a summary read back from JSON has its
-// keys sorted, so the order is restored here).
+// order they are taken.
 std::vector<std::pair<std::string, double>> ttft_parts(const PlanPoint& p) {
   std::vector<std::pair<std::string, double>> parts;
   if (p.summaries.empty() || !p.summaries[0].contains("ttft_parts_s") ||
       !p.summaries[0]["ttft_parts_s"].is_object()) {
     return parts;
   }
-  auto rank = [](const std::string& name) {
-    if (name == "queue") return 0;
-    if (name.starts_with("load_")) return 1;
-    if (name == "conversion") return 2;
-    if (name == "prefill") return 3;
-    return 4;
-  };
-  std::vector<std::string> names;
-  for (const auto& item : p.summaries[0]["ttft_parts_s"].items()) names.push_back(item.key());
-  std::stable_sort(names.begin(), names.end(),
-                   [&](const std::string& a, const std::string& b) { return rank(a) < rank(b); });
-  for (const std::string& name : names) parts.emplace_back(name, mean_figure(p, "ttft_parts_s." + name));
+  for (const std::string& name : ttft_part_names(p.summaries[0]["ttft_parts_s"]))
+    parts.emplace_back(name, mean_figure(p, "ttft_parts_s." + name));
   return parts;
 }
 
@@ -132,13 +122,14 @@ void print_header(std::ostream& os, const std::string& file, const PreparedPlan&
   for (const PlanTarget& t : plan.targets)
     targets += std::string(targets.empty() ? "" : ", ") + limit_text(t);
   for (const Override& m : plan.menu) menu += std::string(menu.empty() ? "" : ", ") + m.value;
-  os << "  question: the smallest " << plan.size_key << " of [" << menu << "] with " << targets << "\n";
+  os << "  question: the " << plan_direction(plan.objective).best << " " << plan.size_key << " of [" << menu
+     << "] with " << targets << "\n";
   for (const PlanChoice& c : plan.choices) {
     os << "  choice " << c.name << ": "
        << (c.overrides.empty() ? "the scenario as it is" : overrides_text(c.overrides)) << "\n";
   }
-  os << "  objective " << (plan.objective == PlanObjective::kLeastCost ? "least_cost" : "least_size")
-     << ", seeds " << seeds_text(prepared.seeds) << ", " << jobs << " simulations at once\n\n";
+  os << "  objective " << objective_name(plan.objective) << ", seeds " << seeds_text(prepared.seeds) << ", "
+     << jobs << " simulations at once\n\n";
 }
 
 void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSearchResult& result,
@@ -187,7 +178,9 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   }
   frontier.print(os);
 
-  os << "\nBinding constraint (the next smaller size, run with every seed) and what the TTFT is made of:\n";
+  const PlanDirection direction = plan_direction(plan.objective);
+  os << "\nBinding constraint (the next " << direction.harder
+     << " size, run with every seed) and what the TTFT is made of:\n";
   for (size_t c = 0; c < plan.choices.size(); ++c) {
     const ChoiceOutcome& out = result.choices[c];
     const std::string& name = plan.choices[c].name;
@@ -200,9 +193,8 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
       os << "  " << name << " at " << plan.menu[*out.chosen].value << " (chosen): " << breakdown_text(*chosen)
          << "\n";
     } else if (out.chosen) {
-      os << "  " << name << ": " << plan.menu[*out.chosen].value
-         << " is the smallest size on the menu and meets every target: nothing binds (the menu could start "
-            "lower)\n"
+      os << "  " << name << ": " << plan.menu[*out.chosen].value << " is the " << direction.best
+         << " size on the menu and meets every target: nothing binds (the menu could go further)\n"
          << "      " << breakdown_text(*out.point(*out.chosen)) << "\n";
     } else {
       const PlanPoint* closest = out.point(*out.closest);
@@ -216,9 +208,9 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   for (const ChoiceOutcome& out : result.choices) monotone = monotone && out.non_monotone.empty();
   os << "\nMonotonicity: ";
   if (monotone) {
-    os << "on every point run, a larger size never turned a pass into a fail\n";
+    os << "on every point run, a " << direction.easier << " size never turned a pass into a fail\n";
   } else {
-    os << "NOT monotone, so the bisection's answer may not be the smallest passing size:\n";
+    os << "NOT monotone, so the bisection's answer may not be the " << direction.best << " passing size:\n";
     for (const ChoiceOutcome& out : result.choices) {
       for (const std::string& line : out.non_monotone) os << "  " << line << "\n";
     }
@@ -231,14 +223,15 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
     os << plan.choices[*best].name << " with " << plan.size_key << " = " << plan.menu[size].value;
     if (prepared.usd_per_hour[*best][size])
       os << " ($" << fixed("%.2f", *prepared.usd_per_hour[*best][size]) << "/hour)";
-    os << (plan.objective == PlanObjective::kLeastCost ? ", the cheapest" : ", the smallest")
+    os << (plan.objective == PlanObjective::kLeastCost ? ", the cheapest" : ", the " + direction.best)
        << " that meets every target";
     std::string others;
     for (size_t c = 0; c < plan.choices.size(); ++c) {
       if (c == *best) continue;
       const ChoiceOutcome& out = result.choices[c];
       others += std::string(others.empty() ? "" : "; ") + plan.choices[c].name +
-                (out.chosen ? " needs " + plan.menu[*out.chosen].value
+                (out.chosen ? (plan.objective == PlanObjective::kMostSize ? " reaches " : " needs ") +
+                                  plan.menu[*out.chosen].value
                             : std::string(" meets them at no size on the menu"));
     }
     os << (others.empty() ? "" : " (" + others + ")") << "\n";
@@ -338,6 +331,7 @@ void run_plan(const PlanOptions& options) {
   search.targets = plan.targets;
   for (const PlanChoice& c : plan.choices) search.choices.push_back(c.name);
   for (const Override& m : plan.menu) search.sizes.push_back(m.value);
+  search.direction = plan_direction(plan.objective);
   search.seeds = prepared.seeds;
   search.parallel = static_cast<size_t>(jobs);
   search.on_step = [&](const std::string& line) {
@@ -369,8 +363,8 @@ void run_plan(const PlanOptions& options) {
 void add_plan_command(CLI::App& app) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* command = app.add_subcommand("plan",
-                                         "Capacity planning: the smallest size that meets TTFT, TPOT and "
-                                         "hit-rate targets, per choice (docs/planning.md)");
+                                         "Capacity planning: the smallest (or largest) size that meets TTFT, "
+                                         "TPOT and hit-rate targets, per choice (docs/planning.md)");
   command->add_option("plan_file", options->file, "Plan file or built-in name (configs/plans/)")->required();
   command->add_option("--jobs", options->jobs, "Simulations at once (default: one per core)")
       ->check(CLI::PositiveNumber);

@@ -155,6 +155,41 @@ TEST_F(Plan, TheAnswerMeetsItsTargetInAFreshSimulationAndTheSizeBelowDoesNot) {
   EXPECT_LT(simulated_hit_rate(scenario_, choice["binding"].get<std::string>()), 0.8);
 }
 
+// most_size: the largest number of sessions whose mean p95 TTFT over two seeds, simulated afresh, stays
+// within the target, and the next larger entry on the menu does not.
+TEST_F(Plan, MostSizeFindsTheLargestLoadThatMeetsItsTargetAndTheNextLargerDoesNot) {
+  std::string path = (root_ / "sessions.yaml").string();
+  write_text(path,
+             "scenario: " + scenario_ +
+                 "\nset: {instance.hbm_utilisation: 0.2}\ntargets: {ttft_p95: 2s}\n"
+                 "size: {key: workload.sessions, menu: [1, 2, 4, 8, 16, 32, 64]}\nobjective: most_size\n"
+                 "seeds: 2\n");
+  testing::CliResult r = run_shell("$KVTIER plan " + path + " --jobs 2 --format json --quiet", false);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const nlohmann::json choice = nlohmann::json::parse(r.out)["choices"][0];
+  ASSERT_TRUE(choice["chosen"].is_string()) << r.out;
+  ASSERT_TRUE(choice["binding"].is_string()) << r.out;
+  auto mean_p95 = [&](const std::string& sessions) {
+    double sum = 0;
+    for (const char* seed : {"1", "2"}) {
+      testing::CliResult sim =
+          run_shell("$KVTIER simulate " + scenario_ +
+                        " --set instance.hbm_utilisation=0.2 --set workload.sessions=" + sessions +
+                        " --set seed=" + seed + " --no-plots --format json --out " +
+                        (root_ / ("s" + sessions + "-" + seed)).string(),
+                    false);
+      EXPECT_EQ(sim.exit_code, 0) << sim.out;
+      sum += nlohmann::json::parse(sim.out)["variants"][0]["summary"]["ttft_s"]["p95"].get<double>();
+    }
+    return sum / 2;
+  };
+  const int chosen = std::stoi(choice["chosen"].get<std::string>());
+  const int binding = std::stoi(choice["binding"].get<std::string>());
+  EXPECT_GT(binding, chosen);
+  EXPECT_LE(mean_p95(std::to_string(chosen)), 2.0);
+  EXPECT_GT(mean_p95(std::to_string(binding)), 2.0);
+}
+
 TEST_F(Plan, ABadPlanFileIsRefusedLocatedBeforeAnythingRuns) {
   testing::CliResult typo = run_kvtier("plan " + plan("{ttft_p95: 2s}", "objectiv: least_size\n"));
   EXPECT_EQ(typo.exit_code, 2);

@@ -6,6 +6,7 @@
 
 #include "sim/cli/output.h"
 #include "sim/core/units.h"
+#include "sim/engine/metrics.h"
 
 namespace kvtier {
 namespace {
@@ -56,12 +57,8 @@ std::vector<Row> rows_of(const nlohmann::json& s) {
   seconds("TTFT p99", "ttft_s", "p99");
   seconds("TTFT mean", "ttft_s", "mean");
   if (s["ttft_parts_s"].is_object()) {
-    std::vector<std::string> parts{"queue"};
-    for (const auto& [part, value] : s["ttft_parts_s"].items()) {
-      if (part.starts_with("load_")) parts.push_back(part);
-    }
-    for (const char* part : {"conversion", "prefill", "other"}) parts.emplace_back(part);
-    for (const std::string& part : parts) seconds("  " + part, "ttft_parts_s", part);
+    for (const std::string& part : ttft_part_names(s["ttft_parts_s"]))
+      seconds("  " + part, "ttft_parts_s", part);
   }
   seconds("TPOT p50", "tpot_s", "p50");
   seconds("TPOT p95", "tpot_s", "p95");

@@ -67,6 +67,15 @@ TtftParts ttft_parts(const RequestRecord& r) {
   return p;
 }
 
+std::vector<std::string> ttft_part_names(const nlohmann::json& parts) {
+  std::vector<std::string> names{"queue"};
+  for (const auto& [name, value] : parts.items()) {
+    if (name.starts_with("load_")) names.push_back(name);
+  }
+  for (const char* name : {"conversion", "prefill", "other"}) names.emplace_back(name);
+  return names;
+}
+
 double percentile(std::vector<double> values, double q) {
   std::sort(values.begin(), values.end());
   double rank = q * static_cast<double>(values.size() - 1);

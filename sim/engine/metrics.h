@@ -46,6 +46,9 @@ struct TtftParts {
 };
 // REQUIRES: the request has a first token.
 TtftParts ttft_parts(const RequestRecord& r);
+// The names of a summary's ttft_parts_s in the order the parts are taken: queue, load_<tier> per lower
+// tier, conversion, prefill, other (a JSON object read back keeps its keys sorted instead).
+std::vector<std::string> ttft_part_names(const nlohmann::json& parts);
 
 // Linear interpolation between closest ranks (numpy's default). REQUIRES: 0 <= q <= 1.
 double percentile(std::vector<double> values, double q);

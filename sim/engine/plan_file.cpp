@@ -1,5 +1,6 @@
 #include "sim/engine/plan_file.h"
 
+#include <algorithm>
 #include <charconv>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -142,6 +143,23 @@ const std::vector<std::string>& plan_target_names() {
   return names;
 }
 
+PlanDirection plan_direction(PlanObjective objective) {
+  if (objective == PlanObjective::kMostSize) return {"largest", "smaller", "larger"};
+  return {};
+}
+
+const char* objective_name(PlanObjective objective) {
+  switch (objective) {
+    case PlanObjective::kLeastCost:
+      return "least_cost";
+    case PlanObjective::kMostSize:
+      return "most_size";
+    case PlanObjective::kLeastSize:
+      break;
+  }
+  return "least_size";
+}
+
 PlanFile read_plan_file(const ConfigNode& root) {
   root.allow_keys({"scenario", "variant", "set", "targets", "choices", "size", "objective", "seeds"});
   PlanFile plan;
@@ -169,9 +187,12 @@ PlanFile read_plan_file(const ConfigNode& root) {
     plan.choices.push_back({"as-is", {}});
   }
   read_size(root.child("size"), plan);
-  plan.objective = root.choice("objective", {"least_size", "least_cost"}, "least_size") == "least_cost"
-                       ? PlanObjective::kLeastCost
-                       : PlanObjective::kLeastSize;
+  const std::string objective =
+      root.choice("objective", {"least_size", "least_cost", "most_size"}, "least_size");
+  plan.objective = objective == "least_cost"  ? PlanObjective::kLeastCost
+                   : objective == "most_size" ? PlanObjective::kMostSize
+                                              : PlanObjective::kLeastSize;
+  if (plan.objective == PlanObjective::kMostSize) std::reverse(plan.menu.begin(), plan.menu.end());
   if (auto objective = root.optional_child("objective")) plan.objective_where = objective->where();
   if (auto seeds = root.optional_child("seeds")) plan.seeds = read_seed_list(*seeds);
   require_free_keys(root, plan);
@@ -197,7 +218,7 @@ nlohmann::json plan_json(const PlanFile& plan) {
           {"targets", targets},
           {"choices", choices},
           {"size", {{"key", plan.size_key}, {"menu", menu}}},
-          {"objective", plan.objective == PlanObjective::kLeastCost ? "least_cost" : "least_size"},
+          {"objective", objective_name(plan.objective)},
           {"seeds", plan.seeds}};
 }
 

@@ -1,5 +1,6 @@
 // A capacity plan (`kvtier plan`, docs/planning.md): the smallest size of one scenario key, from a menu
-// ordered small to large, that meets latency and hit-rate targets, for each of a few alternatives.
+// ordered small to large, that meets latency and hit-rate targets, for each of a few alternatives; or, with
+// objective most_size, the largest (the most sessions an instance serves within its targets, say).
 //
 //   scenario: nvme-seed-llama70b-h100        # a path or a built-in name
 //   variant: int4-offload                    # optional: one of its variants (else its variants are ignored)
@@ -7,7 +8,7 @@
 //   targets: {ttft_p95: 2s, tpot_p95: 100ms, hit_rate: 0.5}
 //   choices: {bf16: {cache.tiers[1].kv: bf16}, int4: {cache.tiers[1].kv: int4}}   # optional
 //   size: {key: cache.tiers[1].capacity, menu: [64GiB, 128GiB, 256GiB]}
-//   objective: least_size                    # or least_cost (the scenario needs a `cost:`)
+//   objective: least_size                    # least_cost (the scenario needs a `cost:`), most_size
 //   seeds: 3                                 # or a list: the confirmation runs' seeds
 //
 // Every value becomes an Override located at the plan file's line, so that plan_runs() names that line
@@ -42,7 +43,18 @@ struct PlanChoice {
   std::vector<Override> overrides;
 };
 
-enum class PlanObjective { kLeastSize, kLeastCost };
+enum class PlanObjective { kLeastSize, kLeastCost, kMostSize };
+
+// How a plan's search runs over its menu, in words for its reasoning. least_size and least_cost look for the
+// smallest size that meets the targets, a larger one never hurting; most_size for the largest, a smaller one
+// never hurting, so its menu is searched from its largest entry down (PlanFile::menu is in that order).
+struct PlanDirection {
+  std::string best = "smallest";   // the size the search looks for
+  std::string easier = "larger";   // the way that never hurts
+  std::string harder = "smaller";  // the way the binding entry lies
+};
+PlanDirection plan_direction(PlanObjective objective);
+const char* objective_name(PlanObjective objective);
 
 struct PlanFile {
   std::string scenario;       // path or built-in name
@@ -52,7 +64,8 @@ struct PlanFile {
   std::vector<PlanTarget> targets;
   std::vector<PlanChoice> choices;  // one named "as-is" with no overrides when the file gives none
   std::string size_key;
-  std::vector<Override> menu;  // the sizes, small to large
+  std::vector<Override>
+      menu;  // the sizes in the search's order: small to large, large to small for most_size
   PlanObjective objective = PlanObjective::kLeastSize;
   std::string objective_where;  // where the plan file gives it ("" when it does not), for errors
   std::vector<uint64_t> seeds;  // confirmation seeds; empty: the scenario's own seed alone

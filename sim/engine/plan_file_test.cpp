@@ -74,6 +74,25 @@ TEST(PlanFile, AMenuOfNamesKeepsTheFilesOrder) {
   EXPECT_EQ(plan.menu[1].value, "h100-sxm");
 }
 
+TEST(PlanFile, MostSizeSearchesTheMenuFromItsLargestEntry) {
+  PlanFile plan = read(
+      "scenario: s\ntargets: {ttft_p95: 2s}\nsize: {key: workload.sessions, menu: [8, 16, 32]}\n"
+      "objective: most_size\n");
+  EXPECT_EQ(plan.objective, PlanObjective::kMostSize);
+  ASSERT_EQ(plan.menu.size(), 3u);
+  EXPECT_EQ(plan.menu[0].value, "32");
+  EXPECT_EQ(plan.menu[2].value, "8");
+  EXPECT_EQ(plan_direction(plan.objective).best, "largest");
+  EXPECT_EQ(plan_json(plan)["objective"], "most_size");
+  // The file still gives the menu small to large.
+  EXPECT_NE(error_of([] {
+              read(
+                  "scenario: s\ntargets: {ttft_p95: 2s}\nsize: {key: workload.sessions, menu: [32, 16]}\n"
+                  "objective: most_size\n");
+            }).find("small to large"),
+            std::string::npos);
+}
+
 TEST(PlanFile, ErrorsAreLocatedAtTheKey) {
   const std::string head = "scenario: s\ntargets: {ttft_p95: 2s}\n";
   EXPECT_EQ(
@@ -109,7 +128,7 @@ TEST(PlanFile, ErrorsAreLocatedAtTheKey) {
       "p.yaml:3:14: choices.a: expected a mapping of key.path: value (the overrides of this alternative)");
   EXPECT_NE(error_of([&] {
               read(head + kSize + "objective: least_money\n");
-            }).find("p.yaml:6:12: objective: expected least_size or least_cost"),
+            }).find("p.yaml:6:12: objective: expected least_size, least_cost or most_size"),
             std::string::npos);
   EXPECT_NE(error_of([&] { read(head + kSize + "sizes: 3\n"); }).find("p.yaml:6:1: sizes: "),
             std::string::npos);

@@ -110,8 +110,8 @@ class Search {
     const long n = static_cast<long>(o_.sizes.size());
     std::vector<long> lo(o_.choices.size(), -1), hi(o_.choices.size(), n);
     const uint64_t seed = o_.seeds[0];
-    say("Bisection over " + std::to_string(n) + " sizes with seed " + std::to_string(seed) +
-        " (assuming a larger size never hurts):");
+    say("Bisection over " + std::to_string(n) + " sizes with seed " + std::to_string(seed) + " (assuming a " +
+        o_.direction.easier + " size never hurts):");
     while (true) {
       std::vector<size_t> active;
       for (size_t c = 0; c < o_.choices.size(); ++c) {
@@ -152,8 +152,8 @@ class Search {
           say("    " + o_.choices[c] + ": no size on the menu meets every target with seed " +
               std::to_string(seed));
         } else {
-          say("    " + o_.choices[c] + ": smallest passing size " + o_.sizes[hi[c]] + " with seed " +
-              std::to_string(seed));
+          say("    " + o_.choices[c] + ": " + o_.direction.best + " passing size " + o_.sizes[hi[c]] +
+              " with seed " + std::to_string(seed));
         }
       }
     }
@@ -199,14 +199,14 @@ class Search {
           if (s == 0) {
             out.chosen = s;
             settled[c] = true;
-            say("    " + o_.choices[c] + ": " + o_.sizes[s] +
-                ", the smallest size on the menu, already meets every target");
+            say("    " + o_.choices[c] + ": " + o_.sizes[s] + ", the " + o_.direction.best +
+                " size on the menu, already meets every target");
             continue;
           }
           PlanPoint below = point(c, s - 1, true);
           say("  " + label(c, s - 1) + ": " + verdict(below));
           if (below.pass) {
-            say("    " + o_.choices[c] + ": the seeds pass " + o_.sizes[s - 1] + " too; moving down");
+            say("    " + o_.choices[c] + ": the seeds pass " + o_.sizes[s - 1] + " too; trying it");
             candidate[c] = s - 1;
             continue;
           }
@@ -215,7 +215,7 @@ class Search {
           settled[c] = true;
           say("    " + o_.choices[c] + ": " + o_.sizes[s] + " confirmed; " + o_.sizes[s - 1] + " misses");
         } else if (s + 1 < n) {
-          say("    " + o_.choices[c] + ": the seeds fail " + o_.sizes[s] + "; moving up");
+          say("    " + o_.choices[c] + ": the seeds fail " + o_.sizes[s] + "; trying " + o_.sizes[s + 1]);
           candidate[c] = s + 1;
         } else {
           settled[c] = true;
@@ -245,8 +245,8 @@ class Search {
             if (!level[i].pass || level[j].pass || !reported.insert({level[i].size, level[j].size}).second)
               continue;
             out.non_monotone.push_back(
-                o_.choices[c] + ": " + o_.sizes[level[i].size] + " meets every target but the larger " +
-                o_.sizes[level[j].size] + " " + verdict(level[j]) +
+                o_.choices[c] + ": " + o_.sizes[level[i].size] + " meets every target but the " +
+                o_.direction.easier + " " + o_.sizes[level[j].size] + " " + verdict(level[j]) +
                 (first_seed_only ? " (seed " + std::to_string(o_.seeds[0]) + ")" : " (mean over the seeds)"));
           }
         }

@@ -36,7 +36,8 @@ using PlanEvaluator = std::function<std::vector<nlohmann::json>(const std::vecto
 struct PlanSearchOptions {
   std::vector<PlanTarget> targets;
   std::vector<std::string> choices;                      // names
-  std::vector<std::string> sizes;                        // the menu, small to large
+  std::vector<std::string> sizes;                        // the menu in the search's order
+  PlanDirection direction;                               // what the search looks for, in words
   std::vector<uint64_t> seeds;                           // non-empty; the first is the bisection's
   size_t parallel = 1;                                   // simulations the evaluator runs at once
   std::function<void(const std::string& line)> on_step;  // each line of the reasoning as it happens
