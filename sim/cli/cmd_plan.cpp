@@ -7,7 +7,6 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/output.h"
@@ -28,19 +27,9 @@ struct PlanOptions {
   OutputFormat format = OutputFormat::kTable;
 };
 
-int jobs_for(int jobs) {
-  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 std::string overrides_text(const std::vector<Override>& overrides) {
   std::string text;
   for (const Override& o : overrides) text += std::string(text.empty() ? "" : ", ") + o.path + "=" + o.value;
-  return text;
-}
-
-std::string seeds_text(const std::vector<uint64_t>& seeds) {
-  std::string text;
-  for (uint64_t s : seeds) text += std::string(text.empty() ? "" : ",") + std::to_string(s);
   return text;
 }
 
@@ -107,8 +96,7 @@ std::string misses_text(const std::vector<PlanTarget>& targets, const PlanPoint&
   for (size_t t = 0; t < targets.size(); ++t) {
     if (meets(targets[t], p.mean[t])) continue;
     text += std::string(text.empty() ? "" : ", ") + targets[t].name + " (" +
-            format_target_value(targets[t], p.mean[t]) + (targets[t].at_least ? " < " : " > ") +
-            format_target_value(targets[t], targets[t].limit) + ")";
+            miss_comparison(targets[t], p.mean[t]) + ")";
   }
   return text.empty() ? "meets every target" : "misses " + text;
 }
@@ -128,8 +116,8 @@ void print_header(std::ostream& os, const std::string& file, const PreparedPlan&
     os << "  choice " << c.name << ": "
        << (c.overrides.empty() ? "the scenario as it is" : overrides_text(c.overrides)) << "\n";
   }
-  os << "  objective " << objective_name(plan.objective) << ", seeds " << seeds_text(prepared.seeds) << ", "
-     << jobs << " simulations at once\n\n";
+  os << "  objective " << objective_name(plan.objective) << ", seeds " << seed_list_text(prepared.seeds)
+     << ", " << jobs << " simulations at once\n\n";
 }
 
 void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSearchResult& result,
@@ -139,7 +127,7 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   const bool priced = plan.objective == PlanObjective::kLeastCost ||
                       (!prepared.usd_per_hour.empty() && prepared.usd_per_hour[0][0].has_value());
 
-  os << "\nAnswer per choice (each target's mean over seeds " << seeds_text(prepared.seeds)
+  os << "\nAnswer per choice (each target's mean over seeds " << seed_list_text(prepared.seeds)
      << (seeds ? ", the worst seed in brackets" : "") << "):\n";
   std::vector<std::string> headers{"choice", plan.size_key};
   for (const PlanTarget& t : plan.targets) headers.push_back(limit_text(t));
@@ -166,7 +154,7 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
   Table frontier(frontier_headers);
   for (size_t c = 0; c < plan.choices.size(); ++c) {
     for (const PlanPoint& p : result.choices[c].points) {
-      std::vector<std::string> row{plan.choices[c].name, plan.menu[p.size].value, seeds_text(p.seeds)};
+      std::vector<std::string> row{plan.choices[c].name, plan.menu[p.size].value, seed_list_text(p.seeds)};
       for (size_t t = 0; t < plan.targets.size(); ++t)
         row.push_back(format_target_value(plan.targets[t], p.mean[t]));
       std::string verdict = p.pass ? "pass" : "fail";
@@ -240,10 +228,8 @@ void print_result(std::ostream& os, const PreparedPlan& prepared, const PlanSear
     double least = INFINITY;
     size_t closest_choice = 0;
     for (size_t c = 0; c < plan.choices.size(); ++c) {
-      const PlanPoint* p = result.choices[c].point(*result.choices[c].closest);
-      double worst = 0;
-      for (size_t t = 0; t < plan.targets.size(); ++t)
-        worst = std::max(worst, shortfall(plan.targets[t], p->mean[t]));
+      const double worst =
+          worst_shortfall(plan.targets, *result.choices[c].point(*result.choices[c].closest));
       if (worst < least) {
         least = worst;
         closest_choice = c;
@@ -318,7 +304,7 @@ nlohmann::json result_json(const std::string& file, const PreparedPlan& prepared
 void run_plan(const PlanOptions& options) {
   ConfigNode root = load_config(options.file, "configs/plans");
   PlanFile plan = read_plan_file(root);
-  const int jobs = jobs_for(options.jobs);
+  const int jobs = jobs_or_cores(options.jobs);
   PreflightOptions checks;
   checks.concurrent_runs = jobs;
   checks.allow_huge = options.allow_huge;

@@ -6,7 +6,6 @@
 
 #include <filesystem>
 #include <iostream>
-#include <thread>
 
 #include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
@@ -40,10 +39,6 @@ struct SimulateOptions {
   OutputFormat format = OutputFormat::kTable;
 };
 
-int jobs_for(const SimulateOptions& options) {
-  return options.jobs > 0 ? options.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // Every variant is parsed, its --set keys checked and its trace read before anything runs, so a bad input
 // fails at once (exit 2) and writes nothing.
 std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& root) {
@@ -52,7 +47,7 @@ std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& 
   if (!options.trace.empty()) overrides.push_back(trace_override(options.trace));
   std::vector<ScenarioRun> runs = plan_runs(root, overrides);
   PreflightOptions checks;
-  checks.concurrent_runs = std::min(jobs_for(options), static_cast<int>(runs.size()));
+  checks.concurrent_runs = std::min(jobs_or_cores(options.jobs), static_cast<int>(runs.size()));
   checks.allow_huge = options.allow_huge;
   for (const ScenarioRun& run : runs) {
     preflight(run.scenario, checks);
@@ -103,7 +98,7 @@ void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
 // what summary.json holds.
 nlohmann::json write_results(const SimulateOptions& options, const std::vector<ScenarioRun>& runs,
                              const std::string& dir, const std::string& command_line) {
-  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_for(options));
+  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_or_cores(options.jobs));
   std::vector<std::string> names;
   for (const ScenarioRun& r : runs) names.push_back(r.name);
   nlohmann::json result = {

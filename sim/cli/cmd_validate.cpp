@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <set>
-#include <thread>
 
 #include "sim/app/plot_runner.h"
 #include "sim/cli/commands.h"
@@ -37,11 +36,6 @@ using validation::Percentiles;
 using validation::VariantComparison;
 
 constexpr const char* kPlots[] = {"ttft_scatter.png", "ttft_cdf.png"};
-
-// Variants simulated at once: one per core.
-int simulation_jobs() {
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
 
 struct ValidateOptions {
   std::string predicted_dir;  // with --hw: the scenario
@@ -254,7 +248,7 @@ SimulationPlan plan_simulation(const ValidateOptions& o) {
   SimulationPlan plan;
   plan.runs = plan_runs(root, overrides);
   PreflightOptions checks;
-  checks.concurrent_runs = std::min(simulation_jobs(), static_cast<int>(plan.runs.size()));
+  checks.concurrent_runs = std::min(jobs_or_cores(0), static_cast<int>(plan.runs.size()));
   for (const ScenarioRun& run : plan.runs) preflight(run.scenario, checks);
   const std::string& calibration = plan.runs[0].scenario.calibration;
   plan.run = {{"scenario", o.predicted_dir},
@@ -278,7 +272,7 @@ void write_variants(const SimulationPlan& plan, const std::filesystem::path& dir
     if (arrivals) options.recorded_arrivals = (*arrivals)[i];
     simulations.push_back([&run = plan.runs[i], options] { return simulate(run.scenario, options); });
   }
-  std::vector<nlohmann::json> summaries = run_isolated(simulations, simulation_jobs());
+  std::vector<nlohmann::json> summaries = run_isolated(simulations, jobs_or_cores(0));
   nlohmann::json run = plan.run;
   if (arrivals) run["arrivals"] = "measured";
   nlohmann::json result = {{"command", plan.command},

@@ -125,17 +125,19 @@ TEST_F(Plan, AVariantOfTheScenarioAndTheLeastCostObjective) {
   EXPECT_NE(table.out.find("the cheapest"), std::string::npos) << table.out;
 }
 
-// The mean over seeds 1 and 2 of hit_rate_total in a fresh `kvtier simulate` of the scenario at one size.
-double simulated_hit_rate(const std::string& scenario, const std::string& size) {
+// A summary figure (a JSON pointer into the first variant's summary) of a fresh `kvtier simulate` of the
+// scenario with these --set arguments, its mean over seeds 1 and 2; each run writes into `out`-SEED.
+double fresh_mean(const std::string& scenario, const std::string& sets, const std::string& figure,
+                  const std::string& out) {
   double sum = 0;
   for (const char* seed : {"1", "2"}) {
-    testing::CliResult r = run_shell("$KVTIER simulate " + scenario +
-                                         " --set workload.sessions=24 --set instance.hbm_utilisation=0.3"
-                                         " --set 'cache.tiers[1].capacity=" + size + "' --set seed=" + seed +
-                                         " --no-plots --format json --out " + scenario + "-" + size + "-" + seed,
+    testing::CliResult r = run_shell("$KVTIER simulate " + scenario + " " + sets + " --set seed=" + seed +
+                                         " --no-plots --format json --out " + out + "-" + seed,
                                      false);
     EXPECT_EQ(r.exit_code, 0) << r.out;
-    sum += nlohmann::json::parse(r.out)["variants"][0]["summary"]["hit_rate_total"].get<double>();
+    sum += nlohmann::json::parse(r.out)["variants"][0]["summary"]
+               .at(nlohmann::json::json_pointer(figure))
+               .get<double>();
   }
   return sum / 2;
 }
@@ -151,8 +153,15 @@ TEST_F(Plan, TheAnswerMeetsItsTargetInAFreshSimulationAndTheSizeBelowDoesNot) {
   const nlohmann::json choice = nlohmann::json::parse(r.out)["choices"][0];
   ASSERT_TRUE(choice["chosen"].is_string()) << r.out;
   ASSERT_TRUE(choice["binding"].is_string()) << r.out;  // the answer is not the menu's smallest size
-  EXPECT_GE(simulated_hit_rate(scenario_, choice["chosen"].get<std::string>()), 0.8);
-  EXPECT_LT(simulated_hit_rate(scenario_, choice["binding"].get<std::string>()), 0.8);
+  auto hit_rate = [&](const std::string& size) {
+    return fresh_mean(scenario_,
+                      "--set workload.sessions=24 --set instance.hbm_utilisation=0.3 --set "
+                      "'cache.tiers[1].capacity=" +
+                          size + "'",
+                      "/hit_rate_total", (root_ / ("dram-" + size)).string());
+  };
+  EXPECT_GE(hit_rate(choice["chosen"].get<std::string>()), 0.8);
+  EXPECT_LT(hit_rate(choice["binding"].get<std::string>()), 0.8);
 }
 
 // most_size: the largest number of sessions whose mean p95 TTFT over two seeds, simulated afresh, stays
@@ -170,18 +179,8 @@ TEST_F(Plan, MostSizeFindsTheLargestLoadThatMeetsItsTargetAndTheNextLargerDoesNo
   ASSERT_TRUE(choice["chosen"].is_string()) << r.out;
   ASSERT_TRUE(choice["binding"].is_string()) << r.out;
   auto mean_p95 = [&](const std::string& sessions) {
-    double sum = 0;
-    for (const char* seed : {"1", "2"}) {
-      testing::CliResult sim =
-          run_shell("$KVTIER simulate " + scenario_ +
-                        " --set instance.hbm_utilisation=0.2 --set workload.sessions=" + sessions +
-                        " --set seed=" + seed + " --no-plots --format json --out " +
-                        (root_ / ("s" + sessions + "-" + seed)).string(),
-                    false);
-      EXPECT_EQ(sim.exit_code, 0) << sim.out;
-      sum += nlohmann::json::parse(sim.out)["variants"][0]["summary"]["ttft_s"]["p95"].get<double>();
-    }
-    return sum / 2;
+    return fresh_mean(scenario_, "--set instance.hbm_utilisation=0.2 --set workload.sessions=" + sessions,
+                      "/ttft_s/p95", (root_ / ("sessions-" + sessions)).string());
   };
   const int chosen = std::stoi(choice["chosen"].get<std::string>());
   const int binding = std::stoi(choice["binding"].get<std::string>());

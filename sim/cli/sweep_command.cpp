@@ -8,7 +8,6 @@
 #include <fstream>
 #include <iostream>
 #include <optional>
-#include <thread>
 
 #include "sim/app/output_folder.h"
 #include "sim/app/plot_runner.h"
@@ -134,10 +133,6 @@ class ProgressLine {
   std::chrono::steady_clock::time_point last_line_ = start_;
 };
 
-int jobs_for(int jobs) {
-  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-}
-
 // The points whose files are in the folder, in index order.
 std::vector<nlohmann::json> finished_points(const fs::path& out, const nlohmann::json& ids) {
   std::vector<nlohmann::json> points;
@@ -200,7 +195,7 @@ void run_points(const std::vector<const PlannedPoint*>& pending, size_t already,
   progress.update(0);
   SweepRunOptions run;
   run.points_dir = out / "points";
-  run.jobs = jobs_for(options.jobs);
+  run.jobs = jobs_or_cores(options.jobs);
   if (options.keep_runs) run.runs_dir = out / "runs";
   run.on_point_done = [&](size_t done) { progress.update(done); };
   TerminationSignals signals;
@@ -219,7 +214,7 @@ void run_sweep_command(const SweepFile& sweep, const std::string& default_name, 
   Shard shard = parse_shard(options.shard);
   ConfigNode scenario = load_config(sweep.scenario, "configs/scenarios");
   PreflightOptions checks;
-  checks.concurrent_runs = jobs_for(options.jobs);
+  checks.concurrent_runs = jobs_or_cores(options.jobs);
   checks.allow_huge = options.allow_huge;
   std::vector<PlannedPoint> planned = plan_sweep(sweep, scenario, checks);
   fs::path out = options.out.empty() ? runs_folder() / default_name : fs::path(options.out);

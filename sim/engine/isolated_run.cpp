@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "sim/core/config.h"
 
@@ -231,6 +233,10 @@ void TerminationSignals::reraise(int signal) {
 
 void throw_if_interrupted() {
   if (int signal = g_caught) throw Interrupted(signal);
+}
+
+int jobs_or_cores(int jobs) {
+  return jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace kvtier

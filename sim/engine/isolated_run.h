@@ -34,6 +34,9 @@ std::vector<nlohmann::json> run_isolated(const std::vector<Simulation>& simulati
 // One simulation in a child process.
 nlohmann::json run_isolated(const Simulation& simulation);
 
+// Simulations at once for a command's --jobs: `jobs` when positive, else one per core.
+int jobs_or_cores(int jobs);
+
 // Thrown by run_isolated (after its children are gone) and by throw_if_interrupted() once a termination
 // signal was caught.
 struct Interrupted : std::runtime_error {

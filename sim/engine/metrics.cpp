@@ -24,23 +24,25 @@ nlohmann::json percentiles(const std::vector<double>& values) {
 // The mean of each TTFT part over the requests with a first token.
 nlohmann::json mean_ttft_parts(const std::vector<RequestRecord>& records,
                                const std::vector<std::string>& tiers) {
-  std::vector<double> queue, prefill, conversion, other;
-  std::vector<std::vector<double>> load(tiers.size());
+  TtftParts sum;
+  sum.load_s.assign(tiers.size(), 0);
+  double count = 0;
   for (const RequestRecord& r : records) {
     if (r.first_token_s < 0) continue;
-    TtftParts p = ttft_parts(r);
-    queue.push_back(p.queue_s);
-    prefill.push_back(p.prefill_s);
-    conversion.push_back(p.conversion_s);
-    other.push_back(p.other_s);
-    for (size_t t = 1; t < tiers.size(); ++t) load[t].push_back(p.load_s[t]);
+    const TtftParts p = ttft_parts(r);
+    sum.queue_s += p.queue_s;
+    sum.prefill_s += p.prefill_s;
+    sum.conversion_s += p.conversion_s;
+    sum.other_s += p.other_s;
+    for (size_t t = 1; t < tiers.size(); ++t) sum.load_s[t] += p.load_s[t];
+    ++count;
   }
-  if (queue.empty()) return nullptr;
-  nlohmann::json parts = {{"queue", mean(queue)}};
-  for (size_t t = 1; t < tiers.size(); ++t) parts["load_" + tiers[t]] = mean(load[t]);
-  parts["conversion"] = mean(conversion);
-  parts["prefill"] = mean(prefill);
-  parts["other"] = mean(other);
+  if (count == 0) return nullptr;
+  nlohmann::json parts = {{"queue", sum.queue_s / count}};
+  for (size_t t = 1; t < tiers.size(); ++t) parts["load_" + tiers[t]] = sum.load_s[t] / count;
+  parts["conversion"] = sum.conversion_s / count;
+  parts["prefill"] = sum.prefill_s / count;
+  parts["other"] = sum.other_s / count;
   return parts;
 }
 

@@ -14,12 +14,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-std::string seed_list(const std::vector<uint64_t>& seeds) {
-  std::string text;
-  for (uint64_t s : seeds) text += std::string(text.empty() ? "" : ",") + std::to_string(s);
-  return text;
-}
-
 // What the search knows, and the runs it asks for.
 class Search {
  public:
@@ -96,9 +90,8 @@ class Search {
     for (size_t t = 0; t < o_.targets.size(); ++t) {
       const PlanTarget& target = o_.targets[t];
       if (meets(target, p.mean[t])) continue;
-      misses += std::string(misses.empty() ? "" : ", ") + target.name + " " +
-                format_target_value(target, p.mean[t]) + (target.at_least ? " < " : " > ") +
-                format_target_value(target, target.limit);
+      misses +=
+          std::string(misses.empty() ? "" : ", ") + target.name + " " + miss_comparison(target, p.mean[t]);
     }
     return misses.empty() ? "meets every target" : "misses " + misses;
   }
@@ -175,7 +168,7 @@ class Search {
     std::vector<size_t> candidate(o_.choices.size());
     std::vector<bool> settled(o_.choices.size(), false);
     for (size_t c = 0; c < candidate.size(); ++c) candidate[c] = std::min(bisected[c], n - 1);
-    say("Confirmation with seeds " + seed_list(o_.seeds) +
+    say("Confirmation with seeds " + seed_list_text(o_.seeds) +
         " (a point passes when the mean over its seeds meets "
         "every target):");
     for (size_t step = 0; step <= n + 1; ++step) {
@@ -260,10 +253,7 @@ class Search {
     double best = std::numeric_limits<double>::infinity();
     std::optional<size_t> found;
     for (const auto& [size, runs] : known_[c]) {
-      const PlanPoint p = point(c, size, true);
-      double worst = 0;
-      for (size_t t = 0; t < o_.targets.size(); ++t)
-        worst = std::max(worst, shortfall(o_.targets[t], p.mean[t]));
+      const double worst = worst_shortfall(o_.targets, point(c, size, true));
       if (!found || worst < best) {
         best = worst;
         found = size;
@@ -336,6 +326,23 @@ std::string format_target_value(const PlanTarget& target, double value) {
     return text;
   }
   return format_duration(value);
+}
+
+std::string miss_comparison(const PlanTarget& target, double value) {
+  return format_target_value(target, value) + (target.at_least ? " < " : " > ") +
+         format_target_value(target, target.limit);
+}
+
+double worst_shortfall(const std::vector<PlanTarget>& targets, const PlanPoint& point) {
+  double worst = 0;
+  for (size_t t = 0; t < targets.size(); ++t) worst = std::max(worst, shortfall(targets[t], point.mean[t]));
+  return worst;
+}
+
+std::string seed_list_text(const std::vector<uint64_t>& seeds) {
+  std::string text;
+  for (uint64_t s : seeds) text += std::string(text.empty() ? "" : ",") + std::to_string(s);
+  return text;
 }
 
 double mean_figure(const PlanPoint& point, const std::string& dotted) {

@@ -81,6 +81,12 @@ bool meets(const PlanTarget& target, double value);
 double shortfall(const PlanTarget& target, double value);
 // "1.52 s" for latencies, "0.63" for the hit rate.
 std::string format_target_value(const PlanTarget& target, double value);
+// How a figure misses its target: "2.91 s > 2.00 s", "0.41 < 0.50".
+std::string miss_comparison(const PlanTarget& target, double value);
+// The largest shortfall of a point's mean figures over the targets (0 when it meets them all).
+double worst_shortfall(const std::vector<PlanTarget>& targets, const PlanPoint& point);
+// "1,2,3"
+std::string seed_list_text(const std::vector<uint64_t>& seeds);
 // The mean over a point's seeds of any figure of its summaries (NaN where none has it).
 double mean_figure(const PlanPoint& point, const std::string& dotted);
 

@@ -26,11 +26,6 @@ AgentWorkload agent_workload(const ConfigNode& workload, uint64_t seed) {
   ConfigNode agent = workload.child("agent");
   ConfigNode node = agent.is_scalar() ? load_config(agent.as_string(), "configs/workloads") : agent;
   // One seed drives the whole run, so that `--set seed=N` and a sweep's seeds reseed the generator too.
-  if (node.has("seed")) {
-    node.child("seed").fail(
-        "a scenario's seed drives its workload's generator; remove this seed and set the "
-        "scenario's seed: instead");
-  }
   AgentWorkload parsed = parse_agent_workload(node, false);
   parsed.seed = seed;
   return parsed;

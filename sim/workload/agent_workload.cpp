@@ -89,7 +89,13 @@ AgentWorkload parse_agent_workload(const ConfigNode& node, bool with_seed) {
                                    "max_context_tokens",
                                    "compacted_tokens",
                                    "session_rate_per_s"};
-  if (with_seed) keys.emplace_back("seed");
+  if (with_seed) {
+    keys.emplace_back("seed");
+  } else if (node.has("seed")) {
+    node.child("seed").fail(
+        "a scenario's seed drives its workload's generator; remove this seed and set the "
+        "scenario's seed: instead");
+  }
   node.allow_keys(keys);
   AgentWorkload w;
   int64_t seed = node.integer("seed", 1);
