@@ -39,7 +39,8 @@ void add_pcie(const CalibrationRun& run, MeasuredHardware& hardware) {
   hardware.pcie_d2h_latency = fit_link(d2h).latency;
 }
 
-void add_nvme(const CalibrationRun& run, MeasuredHardware& hardware) {
+// The raw O_DIRECT grid: the best rate each way, the latency from the one-I/O-in-flight reads.
+void add_raw_disk(const CalibrationRun& run, MeasuredHardware& hardware) {
   double best_read = 0, best_write = 0;
   std::vector<TransferTiming> single_reads;
   for (const DiskSample& d : run.disk) {
@@ -54,6 +55,31 @@ void add_nvme(const CalibrationRun& run, MeasuredHardware& hardware) {
   hardware.nvme_read_bandwidth = best_read;
   hardware.nvme_write_bandwidth = best_write;
   if (single_reads.size() >= 2) hardware.nvme_latency = fit_link(single_reads).latency;
+}
+
+// The store's batches: latency + bytes / bandwidth fitted to its gets (a load) and its puts (an offload),
+// and the CPU it spent per GB each way.
+void add_store(const CalibrationRun& run, MeasuredHardware& hardware) {
+  std::vector<TransferTiming> reads, writes;
+  double cpu[2] = {0, 0}, bytes[2] = {0, 0};
+  for (const StoreSample& s : run.store) {
+    const bool read = s.op == DiskOp::kRead;
+    (read ? reads : writes).push_back({s.bytes(), s.seconds});
+    cpu[read] += s.cpu_seconds;
+    bytes[read] += static_cast<double>(s.bytes());
+  }
+  if (reads.size() < 2 || writes.size() < 2) return;
+  const LinkFit read = fit_link(reads), write = fit_link(writes);
+  hardware.nvme_read_bandwidth = read.bandwidth;
+  hardware.nvme_write_bandwidth = write.bandwidth;
+  hardware.nvme_latency = read.latency;
+  hardware.nvme_store_read_cpu_per_gb = cpu[1] / bytes[1] * 1e9;
+  hardware.nvme_store_write_cpu_per_gb = cpu[0] / bytes[0] * 1e9;
+}
+
+void add_nvme(const CalibrationRun& run, MeasuredHardware& hardware) {
+  add_raw_disk(run, hardware);
+  add_store(run, hardware);
 }
 
 void add_gpu(const CalibrationRun& run, MeasuredHardware& hardware) {
@@ -87,6 +113,15 @@ json measurements_json(const CalibrationRun& run) {
                     {"seconds", d.seconds},
                     {"bytes_per_s", d.bytes_per_s()}});
   }
+  json store = json::array();
+  for (const StoreSample& s : run.store) {
+    store.push_back({{"op", to_string(s.op)},
+                     {"block_bytes", s.block_bytes},
+                     {"blocks", s.blocks},
+                     {"seconds", s.seconds},
+                     {"cpu_seconds", s.cpu_seconds},
+                     {"bytes_per_s", s.bytes_per_s()}});
+  }
   json gemms = json::array();
   for (const GemmSample& g : run.gemms) {
     gemms.push_back({{"model", g.model},
@@ -97,7 +132,7 @@ json measurements_json(const CalibrationRun& run) {
                      {"seconds", g.seconds},
                      {"flops_per_s", g.flops_per_s()}});
   }
-  return {{"copy", copies}, {"disk", disk}, {"gemm", gemms}};
+  return {{"copy", copies}, {"disk", disk}, {"store", store}, {"gemm", gemms}};
 }
 
 // The step costs of the model the steps ran, with the weights read at the measured HBM efficiency.

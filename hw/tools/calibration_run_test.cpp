@@ -70,6 +70,31 @@ TEST(CalibrationJson, TakesTheBestDiskRatesAndFitsLatencyFromSingleReads) {
   EXPECT_NEAR(*hardware.nvme_latency, 20e-6, 0.001e-6);
 }
 
+TEST(CalibrationJson, TakesTheNvmeValuesFromTheStoresBatchesOverTheRawGrid) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  run.disk.push_back({DiskOp::kRead, 4u << 20, 8, 1u << 30, (1u << 30) / 2.2e9});
+  run.disk.push_back({DiskOp::kWrite, 4u << 20, 8, 1u << 30, (1u << 30) / 2.6e9});
+  // The store: gets at 150 us + bytes / 1.6 GB/s, puts at 90 us + bytes / 2.4 GB/s; 0.08 s of CPU per GB read
+  // and 0.05 s per GB written.
+  const uint64_t block = 8u << 20;
+  for (uint64_t blocks : {1u, 8u, 32u}) {
+    const double bytes = static_cast<double>(blocks * block);
+    run.store.push_back({DiskOp::kWrite, block, blocks, 90e-6 + bytes / 2.4e9, bytes * 0.05e-9});
+    run.store.push_back({DiskOp::kRead, block, blocks, 150e-6 + bytes / 1.6e9, bytes * 0.08e-9});
+  }
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  EXPECT_NEAR(*hardware.nvme_read_bandwidth, 1.6e9, 1e3) << "the store's rate, not the raw 2.2 GB/s";
+  EXPECT_NEAR(*hardware.nvme_write_bandwidth, 2.4e9, 1e3);
+  EXPECT_NEAR(*hardware.nvme_latency, 150e-6, 0.001e-6);
+  EXPECT_NEAR(*hardware.nvme_store_read_cpu_per_gb, 0.08, 1e-12);
+  EXPECT_NEAR(*hardware.nvme_store_write_cpu_per_gb, 0.05, 1e-12);
+  const nlohmann::json json = summarize_calibration(run);
+  EXPECT_EQ(json["hardware"]["nvme"]["store_read_cpu_per_gb"], "80.000ms");
+  ASSERT_EQ(json["measurements"]["store"].size(), 6u);
+  EXPECT_EQ(json["measurements"]["store"][1]["op"], "read");
+  EXPECT_EQ(json["measurements"]["store"][1]["blocks"], 1);
+}
+
 // The file `kvtier-hw calibrate --out` writes: the keys it has always written, rates keyed by encoding.
 TEST(CalibrationJson, KeepsTheFilesKeysAndReadsBackIntoTheSameRatesPerEncoding) {
   CalibrationRun run{

@@ -1,6 +1,7 @@
 // kvtier-hw calibrate: measures what the simulator needs and writes the calibration JSON. With --steps it
 // also times real forward-pass steps of one model (step_probe.h) and fits the cost model's serving step
 // costs.
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -31,6 +32,7 @@ struct CalibrateArguments {
   int64_t tokens = 4096;
   std::string copy_sizes = "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB";
   std::string disk_blocks = "4KiB,64KiB,1MiB,4MiB";
+  std::string store_blocks = "1MiB,8MiB,32MiB";
   std::string directory = ".";
   bool skip_disk = false;
   bool steps = false;
@@ -50,6 +52,18 @@ std::vector<DiskSample> measure_disk_grid(const CalibrateArguments& arguments) {
       const uint64_t bytes = std::min<uint64_t>(256ull << 20, block * 2048);
       for (const DiskSample& s : measure_disk(arguments.directory, block, depth, bytes)) samples.push_back(s);
     }
+  }
+  return samples;
+}
+
+// Per block size, batches of one block, about 64 MiB and about 256 MiB: the small batch shows the store's
+// latency, the large ones its bandwidth.
+std::vector<StoreSample> measure_store_grid(const CalibrateArguments& arguments) {
+  std::vector<StoreSample> samples;
+  for (uint64_t block : parse_size_list("--store-blocks", arguments.store_blocks)) {
+    const std::vector<uint64_t> batches{1, std::max<uint64_t>(2, (64ull << 20) / block),
+                                        std::max<uint64_t>(4, (256ull << 20) / block)};
+    for (const StoreSample& s : measure_store(arguments.directory, block, batches)) samples.push_back(s);
   }
   return samples;
 }
@@ -142,6 +156,13 @@ void run(const CalibrateArguments& arguments) {
                   format_bytes(static_cast<double>(d.block_bytes)).c_str(), d.queue_depth,
                   rate_text(d.bytes_per_s()).c_str());
     }
+    calibration.store = measure_store_grid(arguments);
+    for (const StoreSample& s : calibration.store) {
+      std::printf("store %-5s %4llu x %10s  %s, %.0f ms CPU per GB\n", to_string(s.op),
+                  static_cast<unsigned long long>(s.blocks),
+                  format_bytes(static_cast<double>(s.block_bytes)).c_str(),
+                  rate_text(s.bytes_per_s()).c_str(), s.cpu_seconds / static_cast<double>(s.bytes()) * 1e12);
+    }
   }
   const nlohmann::json json = summarize_calibration(calibration);
   print_steps(json);
@@ -167,6 +188,10 @@ void add_calibrate_command(CLI::App& app) {
   command->add_option("--copy-sizes", arguments->copy_sizes, "Host<->device copy sizes")
       ->capture_default_str();
   command->add_option("--disk-blocks", arguments->disk_blocks, "Disk I/O sizes")->capture_default_str();
+  command
+      ->add_option("--store-blocks", arguments->store_blocks,
+                   "Block sizes put and got through the NVMe store")
+      ->capture_default_str();
   command->add_option("--dir", arguments->directory, "Directory on the disk to measure")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);

@@ -1,7 +1,9 @@
 #include "hw/tools/disk_probe.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +13,7 @@
 
 #include "hw/store/block_file.h"
 #include "hw/store/memory_region.h"
+#include "hw/store/nvme_store.h"
 #include "hw/store/parallel_for.h"
 
 namespace kvtier::hw {
@@ -25,6 +28,15 @@ double seconds_of(Fn fn) {
   const auto start = std::chrono::steady_clock::now();
   fn();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+double process_cpu_seconds() {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // Runs a shell command and returns what it wrote to stdout and stderr, or throws when it fails.
@@ -68,6 +80,51 @@ std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_byte
   };
   const DiskSample write = pass(DiskOp::kWrite);
   return {write, pass(DiskOp::kRead)};
+}
+
+std::vector<StoreSample> measure_store(const std::string& dir, uint64_t block_bytes,
+                                       std::span<const uint64_t> batch_blocks) {
+  const uint64_t most = *std::max_element(batch_blocks.begin(), batch_blocks.end());
+  const uint64_t block_span = round_up_to_io(block_bytes);
+  NvmeStoreOptions options{.block_bytes = block_bytes, .capacity_blocks = most};
+  auto store = NvmeStore::create(scratch_path(dir, "store"), options);
+  MemoryRegion data = allocate_host_region(most * block_span);
+  std::mt19937_64 rng(5);
+  auto* words = reinterpret_cast<uint64_t*>(data.data());
+  for (uint64_t i = 0; i < data.bytes() / 8; ++i) words[i] = rng();
+
+  auto batch = [&](uint64_t blocks, auto&& each) {
+    for (uint64_t i = 0; i < blocks; ++i)
+      each(i, std::span<std::byte>(data.data() + i * block_span, block_bytes));
+  };
+  auto put = [&](uint64_t blocks) {
+    std::vector<BlockWrite> writes;
+    batch(blocks, [&](uint64_t i, std::span<std::byte> bytes) { writes.push_back({i, bytes}); });
+    store->put(writes);
+  };
+  auto get = [&](uint64_t blocks) {
+    std::vector<BlockRead> reads;
+    batch(blocks, [&](uint64_t i, std::span<std::byte> bytes) { reads.push_back({i, bytes}); });
+    store->get(reads);
+  };
+  auto erase = [&](uint64_t blocks) {
+    for (uint64_t i = 0; i < blocks; ++i) store->erase(i);
+  };
+  auto timed = [&](DiskOp op, uint64_t blocks, auto&& pass) {
+    const double cpu = process_cpu_seconds();
+    const double seconds = seconds_of([&] { pass(blocks); });
+    return StoreSample{op, block_bytes, blocks, seconds, process_cpu_seconds() - cpu};
+  };
+  // Every slot written once, untimed, so that no timed put pays for the preallocated extents' conversion.
+  put(most);
+  erase(most);
+  std::vector<StoreSample> samples;
+  for (uint64_t blocks : batch_blocks) {
+    samples.push_back(timed(DiskOp::kWrite, blocks, put));
+    samples.push_back(timed(DiskOp::kRead, blocks, get));
+    erase(blocks);
+  }
+  return samples;
 }
 
 DiskSample time_raw_transfers(BlockFile& file, DiskOp op, uint64_t offset, std::span<std::byte> buffer,

@@ -37,6 +37,25 @@ struct DiskSample {
 std::vector<DiskSample> measure_disk(const std::string& dir, uint64_t block_bytes, int queue_depth,
                                      uint64_t total_bytes);
 
+// One batch of blocks through the NVMe store (put or get), timed on the wall clock and on the process's CPU
+// clock (user + system, every thread: the store checksums on its I/O threads).
+struct StoreSample {
+  DiskOp op = DiskOp::kRead;
+  uint64_t block_bytes = 0;
+  uint64_t blocks = 0;
+  double seconds = 0;
+  double cpu_seconds = 0;
+  uint64_t bytes() const { return block_bytes * blocks; }
+  double bytes_per_s() const { return static_cast<double>(bytes()) / seconds; }
+};
+
+// The disk as the store uses it: an NvmeStore with its default options (CRC-32C, queue depth, I/O path) in
+// a fresh file in `dir`, written once in full, then for each count in `batch_blocks` a put of that many
+// blocks of `block_bytes` and a get of them back. Throws StoreError when the store cannot be made or an
+// I/O fails.
+std::vector<StoreSample> measure_store(const std::string& dir, uint64_t block_bytes,
+                                       std::span<const uint64_t> batch_blocks);
+
 // One pass over `buffer.size()` bytes of `file` from `offset`, in `io_bytes` I/Os (the last may be
 // shorter) through `queue`, between the file and `buffer` (4 KiB-aligned). Throws StoreError.
 DiskSample time_raw_transfers(BlockFile& file, DiskOp op, uint64_t offset, std::span<std::byte> buffer,

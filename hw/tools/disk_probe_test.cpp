@@ -42,6 +42,25 @@ TEST(DiskProbe, TimesBothPassesOverTheRequestedBytesAndCleansUp) {
   }
 }
 
+TEST(DiskProbe, PutsAndGetsEachBatchThroughTheStoreAndCleansUp) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::vector<uint64_t> batches{1, 3};
+  const auto samples = measure_store(dir, 100 << 10, batches);  // not a multiple of 4 KiB
+  ASSERT_EQ(samples.size(), 4u);
+  for (size_t i = 0; i < samples.size(); ++i) {
+    EXPECT_EQ(samples[i].op, i % 2 == 0 ? DiskOp::kWrite : DiskOp::kRead);
+    EXPECT_EQ(samples[i].blocks, batches[i / 2]);
+    EXPECT_EQ(samples[i].bytes(), batches[i / 2] * (100u << 10));
+    EXPECT_GT(samples[i].seconds, 0);
+    EXPECT_GE(samples[i].cpu_seconds, 0);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    EXPECT_EQ(entry.path().filename().string().rfind("kvtier-probe-" + std::to_string(::getpid()), 0),
+              std::string::npos)
+        << "left behind: " << entry.path();
+  }
+}
+
 TEST(DiskProbe, RunsDdWithDirectIoOnTheSameFileSystem) {
   const std::string dir = std::filesystem::temp_directory_path().string();
   const auto [write, read] = run_dd(dir, 1 << 20, 4);

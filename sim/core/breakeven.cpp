@@ -28,7 +28,7 @@ std::optional<LoadPath> load_path(const HardwareConfig& hw, Medium source) {
       return LoadPath{source, "DRAM over PCIe", std::min(pcie, hw.dram_bandwidth), hw.pcie_h2d.latency};
     case Medium::kNvme: {
       if (hw.nvme.drives == 0) return std::nullopt;
-      double disks = hw.nvme.drives * hw.nvme.read_bandwidth;
+      double disks = hw.nvme.node_read_bandwidth();
       std::string name = hw.nvme.gpudirect ? "NVMe (GPUDirect)" : "NVMe via DRAM";
       return LoadPath{source, name, std::min(disks, pcie), hw.nvme.latency + hw.pcie_h2d.latency};
     }

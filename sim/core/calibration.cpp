@@ -41,6 +41,8 @@ constexpr HardwareKey kHardwareKeys[] = {
     {"nvme", "read_bandwidth", &MeasuredHardware::nvme_read_bandwidth, ValueKind::kBandwidth},
     {"nvme", "write_bandwidth", &MeasuredHardware::nvme_write_bandwidth, ValueKind::kBandwidth},
     {"nvme", "latency", &MeasuredHardware::nvme_latency, ValueKind::kDuration},
+    {"nvme", "store_read_cpu_per_gb", &MeasuredHardware::nvme_store_read_cpu_per_gb, ValueKind::kDuration},
+    {"nvme", "store_write_cpu_per_gb", &MeasuredHardware::nvme_store_write_cpu_per_gb, ValueKind::kDuration},
 };
 constexpr const char* kSections[] = {"gpu", "pcie", "nvme"};
 // Files written before latencies were fitted per direction hold one pcie.latency for both.
@@ -548,6 +550,8 @@ void overlay_calibration(const Calibration& calibration, HardwareConfig& hardwar
   set(m.nvme_read_bandwidth, hardware.nvme.read_bandwidth);
   set(m.nvme_write_bandwidth, hardware.nvme.write_bandwidth);
   set(m.nvme_latency, hardware.nvme.latency);
+  if (m.nvme_store_read_cpu_per_gb) hardware.nvme.store_read_cpu = *m.nvme_store_read_cpu_per_gb / 1e9;
+  if (m.nvme_store_write_cpu_per_gb) hardware.nvme.store_write_cpu = *m.nvme_store_write_cpu_per_gb / 1e9;
 }
 
 std::optional<StepCosts> serving_step_costs(const Calibration& calibration, const ModelCard& model) {

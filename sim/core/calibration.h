@@ -36,6 +36,9 @@ struct MeasuredHardware {
   std::optional<double> nvme_read_bandwidth;          // bytes/s per drive
   std::optional<double> nvme_write_bandwidth;         // bytes/s per drive
   std::optional<double> nvme_latency;                 // seconds
+  // The NVMe store's CPU per GB moved (its checksums, all threads), seconds: nvme.store_*_cpu_per_gb.
+  std::optional<double> nvme_store_read_cpu_per_gb;
+  std::optional<double> nvme_store_write_cpu_per_gb;
 };
 
 enum class Conversion { kQuantize, kDequantize };  // bf16 to the encoding, the encoding to bf16

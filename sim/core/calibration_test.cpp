@@ -110,6 +110,15 @@ TEST(Calibration, OverlaySetsOnlyWhatWasMeasured) {
   EXPECT_EQ(hardware.gpu.prefill_mfu, 0.7);
 }
 
+TEST(Calibration, OverlayTurnsTheStoresCpuPerGbIntoSecondsPerByte) {
+  HardwareConfig hardware;
+  Calibration c;
+  c.hardware.nvme_store_read_cpu_per_gb = 0.075;
+  overlay_calibration(c, hardware);
+  EXPECT_DOUBLE_EQ(hardware.nvme.store_read_cpu, 0.075e-9);
+  EXPECT_EQ(hardware.nvme.store_write_cpu, 0) << "not measured: no limit";
+}
+
 Calibration full_calibration() {
   Calibration c;
   c.tool = "kvtier-hw calibrate";
@@ -124,7 +133,9 @@ Calibration full_calibration() {
                 .pcie_d2h_latency = 1.89e-6,
                 .nvme_read_bandwidth = 1.65e9,
                 .nvme_write_bandwidth = 2.18e9,
-                .nvme_latency = 31.5e-6};
+                .nvme_latency = 31.5e-6,
+                .nvme_store_read_cpu_per_gb = 0.0775,
+                .nvme_store_write_cpu_per_gb = 0.0412};
   Encoding fp8;
   fp8.kind = EncodingKind::kFp8;
   c.kernels = {.gather_bytes_per_s = 1.97e12,

@@ -287,5 +287,37 @@ TEST(Hardware, DeviceCountsBeyondTheirLimitAreErrors) {
             std::string::npos);
 }
 
+// Four drives of 7 GB/s and 200K IOPS each, 8 MiB I/Os: 200,000 x 8,388,608 B = 1.68 TB/s per drive, so
+// the bandwidth binds (28 GB/s); at 64 KiB I/Os the IOPS bind: 4 x 200,000 x 65,536 B = 52.43 GB/s > 28,
+// still the bandwidth; at 16 KiB, 4 x 200,000 x 16,384 B = 13.11 GB/s. A store spending 0.1 s of CPU per GB
+// read on its four threads (one per drive) checksums 40 GB/s; at 0.2 s per GB, 20 GB/s binds below 28.
+TEST(Hardware, NvmeRatesAreTheDrivesBandwidthIopsOrTheStoresChecksumWhicheverBinds) {
+  const std::string base = R"(name: n
+gpu: {model: g, hbm_capacity: 80GB, hbm_bandwidth: 3TB/s, bf16_dense: 1PFLOPS}
+host: {dram_capacity: 1TB, dram_bandwidth: 400GB/s}
+pcie: {h2d_bandwidth: 55GB/s, d2h_bandwidth: 55GB/s}
+nvme: {drives: 4, capacity: 4TB, read_bandwidth: 7GB/s, write_bandwidth: 5GB/s, read_iops: 200000)";
+  auto nvme = [&](const std::string& more) {
+    return parse_hardware(ConfigNode::load_string(base + more + "}\n", "n.yaml")).nvme;
+  };
+  EXPECT_DOUBLE_EQ(nvme("").node_read_bandwidth(), 28e9);
+  EXPECT_DOUBLE_EQ(nvme("").node_write_bandwidth(), 20e9) << "no write IOPS given: no limit";
+  EXPECT_DOUBLE_EQ(nvme(", io_size: 64KiB").node_read_bandwidth(), 28e9);
+  EXPECT_DOUBLE_EQ(nvme(", io_size: 16KiB").node_read_bandwidth(), 4 * 200000 * 16384.0);
+  EXPECT_DOUBLE_EQ(nvme(", store_read_cpu_per_gb: 100ms").node_read_bandwidth(), 28e9);
+  EXPECT_DOUBLE_EQ(nvme(", store_read_cpu_per_gb: 200ms").node_read_bandwidth(), 20e9);
+  EXPECT_DOUBLE_EQ(nvme(", store_read_cpu_per_gb: 200ms, gpudirect: true").node_read_bandwidth(), 28e9)
+      << "GPUDirect paths carry no checksum";
+  EXPECT_DOUBLE_EQ(nvme(", store_write_cpu_per_gb: 1s").node_write_bandwidth(), 4e9);
+  try {
+    std::string negative = base;
+    negative.replace(negative.find("200000"), 6, "-1");
+    parse_hardware(ConfigNode::load_string(negative + "}\n", "n.yaml"));
+    ADD_FAILURE() << "negative IOPS accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("nvme.read_iops"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace kvtier

@@ -1,5 +1,8 @@
 #include "sim/core/hardware.h"
 
+#include <algorithm>
+#include <limits>
+
 namespace kvtier {
 namespace {
 
@@ -15,6 +18,12 @@ double positive(const ConfigNode& node, std::string_view key, UnitKind kind) {
 double fraction(const ConfigNode& node, std::string_view key, double fallback) {
   double value = node.number(key, fallback);
   if (value <= 0 || value > 1) node.child(key).fail("expected a fraction in (0, 1]");
+  return value;
+}
+
+double non_negative(const ConfigNode& node, std::string_view key) {
+  double value = node.number(key, 0);
+  if (value < 0) node.child(key).fail("expected a number of 0 or more (0: no limit)");
   return value;
 }
 
@@ -44,7 +53,8 @@ LinkSpec parse_link(const ConfigNode& node, std::string_view bandwidth_key) {
 }
 
 NvmeSpec parse_nvme(const ConfigNode& node) {
-  node.allow_keys({"drives", "capacity", "read_bandwidth", "write_bandwidth", "latency", "gpudirect"});
+  node.allow_keys({"drives", "capacity", "read_bandwidth", "write_bandwidth", "read_iops", "write_iops",
+                   "io_size", "store_read_cpu_per_gb", "store_write_cpu_per_gb", "latency", "gpudirect"});
   NvmeSpec nvme;
   int64_t drives = node.integer("drives", 1);
   if (drives < 0) node.child("drives").fail("expected a drive count of 0 or more");
@@ -55,12 +65,40 @@ NvmeSpec parse_nvme(const ConfigNode& node) {
   nvme.capacity = positive(node, "capacity", UnitKind::kBytes);
   nvme.read_bandwidth = positive(node, "read_bandwidth", UnitKind::kBandwidth);
   nvme.write_bandwidth = positive(node, "write_bandwidth", UnitKind::kBandwidth);
+  nvme.read_iops = non_negative(node, "read_iops");
+  nvme.write_iops = non_negative(node, "write_iops");
+  if (node.has("io_size")) nvme.io_bytes = positive(node, "io_size", UnitKind::kBytes);
+  nvme.store_read_cpu = node.quantity("store_read_cpu_per_gb", UnitKind::kDuration, 0) / 1e9;
+  nvme.store_write_cpu = node.quantity("store_write_cpu_per_gb", UnitKind::kDuration, 0) / 1e9;
   nvme.latency = node.quantity("latency", UnitKind::kDuration, 0);
   nvme.gpudirect = node.boolean("gpudirect", false);
   return nvme;
 }
 
+// The rate a drive sustains at `io_bytes` per I/O: its sequential bandwidth, or fewer bytes when its IOPS
+// run out first.
+double drive_rate(double bandwidth, double iops, double io_bytes) {
+  return iops > 0 ? std::min(bandwidth, iops * io_bytes) : bandwidth;
+}
+
+// The store's checksum ceiling: its I/O threads (NvmeStore::ring_threads: one per drive, at least two)
+// each checksumming at 1 / cpu_per_byte; none on GPUDirect paths, which carry no checksum.
+double store_cpu_rate(const NvmeSpec& nvme, double cpu_per_byte) {
+  if (cpu_per_byte <= 0 || nvme.gpudirect) return std::numeric_limits<double>::infinity();
+  return std::max(2, nvme.drives) / cpu_per_byte;
+}
+
 }  // namespace
+
+double NvmeSpec::node_read_bandwidth() const {
+  return std::min(drives * drive_rate(read_bandwidth, read_iops, io_bytes),
+                  store_cpu_rate(*this, store_read_cpu));
+}
+
+double NvmeSpec::node_write_bandwidth() const {
+  return std::min(drives * drive_rate(write_bandwidth, write_iops, io_bytes),
+                  store_cpu_rate(*this, store_write_cpu));
+}
 
 double HardwareConfig::peak_flops(const std::string& weight_dtype) const {
   return weight_dtype == "fp8" || weight_dtype == "fp4" || weight_dtype == "int4" ? gpu.fp8_flops

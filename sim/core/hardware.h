@@ -24,13 +24,29 @@ struct LinkSpec {
   double latency = 0;    // seconds
 };
 
+// The NVMe store's I/O size: adjacent blocks merged into one I/O of up to 8 MiB (NvmeStoreOptions).
+inline constexpr double kStoreIoBytes = 8.0 * (1 << 20);
+
 struct NvmeSpec {
   int drives = 0;
   double capacity = 0;         // bytes per drive
-  double read_bandwidth = 0;   // bytes/s per drive
-  double write_bandwidth = 0;  // bytes/s per drive
+  double read_bandwidth = 0;   // bytes/s per drive, sequential
+  double write_bandwidth = 0;  // bytes/s per drive, sequential
+  double read_iops = 0;        // I/Os per second per drive; 0: not a limit
+  double write_iops = 0;
+  double io_bytes = kStoreIoBytes;  // the size of the store's I/Os
+  // CPU seconds the store spends per byte it reads or writes (its checksums), summed over its threads;
+  // 0: not a limit. Measured by kvtier-hw calibrate.
+  double store_read_cpu = 0;
+  double store_write_cpu = 0;
   double latency = 0;
   bool gpudirect = false;  // GPUDirect Storage: NVMe straight to HBM, skipping the DRAM bounce
+
+  // What the store gets from the node's drives, bytes/s: each drive at its sequential rate or its IOPS
+  // times the I/O size, whichever is less, and at most what the store's threads can checksum (one thread
+  // per drive, at least two, as NvmeStore runs them; GPUDirect paths carry no checksum).
+  double node_read_bandwidth() const;
+  double node_write_bandwidth() const;
 };
 
 struct HardwareConfig {

@@ -25,8 +25,8 @@ NodeLinks::NodeLinks(const HardwareConfig& hw, int gpus) {
   }
   nvme_ = hw.nvme.drives > 0;
   if (nvme_) {
-    const int read = add_link("nvme_read", hw.nvme.drives * hw.nvme.read_bandwidth, hw.nvme.latency);
-    const int write = add_link("nvme_write", hw.nvme.drives * hw.nvme.write_bandwidth, hw.nvme.latency);
+    const int read = add_link("nvme_read", hw.nvme.node_read_bandwidth(), hw.nvme.latency);
+    const int write = add_link("nvme_write", hw.nvme.node_write_bandwidth(), hw.nvme.latency);
     routes_[{Medium::kNvme, Medium::kDram, 0}] = {read, dram};
     routes_[{Medium::kDram, Medium::kNvme, 0}] = {dram, write};
     for (int g = 0; g < gpus; ++g) {

@@ -47,8 +47,8 @@ Energy energy(const Scenario& s, const CostFile& c, const RunUsage& u) {
   e.dram = c.dram_w_per_tb * tier_bytes(s, Medium::kDram) / 1e12 * w;
   if (has_tier(s, Medium::kNvme)) {
     const NvmeSpec& nvme = s.hardware.nvme;
-    const double busy_s = u.nvme_read_bytes / (nvme.drives * nvme.read_bandwidth) +
-                          u.nvme_write_bytes / (nvme.drives * nvme.write_bandwidth);
+    const double busy_s =
+        u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth();
     e.nvme = nvme.drives * (c.nvme_idle_w + (c.nvme_active_w - c.nvme_idle_w) * busy_share(busy_s, w)) * w;
   }
   return e;

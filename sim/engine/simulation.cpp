@@ -32,6 +32,8 @@ HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
     for (LinkSpec* link : {&hw.pcie_h2d, &hw.pcie_d2h, &hw.network}) *link = {1e30, 0};
     hw.dram_bandwidth = 1e30;
     hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 1e30;
+    hw.nvme.read_iops = hw.nvme.write_iops = 0;
+    hw.nvme.store_read_cpu = hw.nvme.store_write_cpu = 0;
     hw.nvme.latency = 0;
   }
   return hw;
