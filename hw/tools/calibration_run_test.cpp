@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "hw/model/card_shape.h"
+#include "hw/tools/link_fit.h"
 #include "sim/core/config_files.h"
 #include "sim/core/model_card.h"
 
@@ -75,22 +76,34 @@ TEST(CalibrationJson, TakesTheNvmeValuesFromTheStoresBatchesOverTheRawGrid) {
   run.disk.push_back({DiskOp::kRead, 4u << 20, 8, 1u << 30, (1u << 30) / 2.2e9});
   run.disk.push_back({DiskOp::kWrite, 4u << 20, 8, 1u << 30, (1u << 30) / 2.6e9});
   // The store: gets at 150 us + bytes / 1.6 GB/s, puts at 90 us + bytes / 2.4 GB/s; 0.08 s of CPU per GB read
-  // and 0.05 s per GB written.
+  // and 0.05 s per GB written. The largest batch of 8 MiB blocks reads at 1.6 GB/s (the line's slope, plus
+  // 150 us), and a 1 MiB-block batch as large reads at 1.2 GB/s: the bandwidth is the two together.
   const uint64_t block = 8u << 20;
   for (uint64_t blocks : {1u, 8u, 32u}) {
     const double bytes = static_cast<double>(blocks * block);
     run.store.push_back({DiskOp::kWrite, block, blocks, 90e-6 + bytes / 2.4e9, bytes * 0.05e-9});
     run.store.push_back({DiskOp::kRead, block, blocks, 150e-6 + bytes / 1.6e9, bytes * 0.08e-9});
   }
+  const double big = 256.0 * (1 << 20);
+  run.store.push_back(
+      {DiskOp::kWrite, 1u << 20, 128, big / 2 / 2.4e9, big / 2 * 0.05e-9});  // a smaller batch
+  run.store.push_back({DiskOp::kWrite, 1u << 20, 256, big / 2.4e9, big * 0.05e-9});
+  run.store.push_back({DiskOp::kRead, 1u << 20, 256, big / 1.2e9, big * 0.08e-9});
+  const double largest_read_s = 150e-6 + big / 1.6e9 + big / 1.2e9;
   const MeasuredHardware hardware = summarize_calibration(run).hardware;
-  EXPECT_NEAR(*hardware.nvme_read_bandwidth, 1.6e9, 1e3) << "the store's rate, not the raw 2.2 GB/s";
-  EXPECT_NEAR(*hardware.nvme_write_bandwidth, 2.4e9, 1e3);
-  EXPECT_NEAR(*hardware.nvme_latency, 150e-6, 0.001e-6);
+  EXPECT_NEAR(*hardware.nvme_read_bandwidth, 2 * big / largest_read_s, 1e3)
+      << "the store's, not the raw 2.2 GB/s";
+  EXPECT_NEAR(*hardware.nvme_write_bandwidth, 2 * big / (90e-6 + big / 2.4e9 + big / 2.4e9), 1e3)
+      << "the largest batches, the smaller one left out";
+  std::vector<TransferTiming> gets;
+  for (const StoreSample& s : run.store)
+    if (s.op == DiskOp::kRead) gets.push_back({s.bytes(), s.seconds});
+  EXPECT_EQ(*hardware.nvme_latency, fit_link(gets).latency);
   EXPECT_NEAR(*hardware.nvme_store_read_cpu_per_gb, 0.08, 1e-12);
   EXPECT_NEAR(*hardware.nvme_store_write_cpu_per_gb, 0.05, 1e-12);
   const nlohmann::json json = summarize_calibration(run);
   EXPECT_EQ(json["hardware"]["nvme"]["store_read_cpu_per_gb"], "80.000ms");
-  ASSERT_EQ(json["measurements"]["store"].size(), 6u);
+  ASSERT_EQ(json["measurements"]["store"].size(), 9u);
   EXPECT_EQ(json["measurements"]["store"][1]["op"], "read");
   EXPECT_EQ(json["measurements"]["store"][1]["blocks"], 1);
 }

@@ -56,13 +56,13 @@ std::vector<DiskSample> measure_disk_grid(const CalibrateArguments& arguments) {
   return samples;
 }
 
-// Per block size, batches of one block, about 64 MiB and about 256 MiB: the small batch shows the store's
-// latency, the large ones its bandwidth.
+// Per block size, batches of one block, about 64 MiB and about 1 GiB: the small batches show the store's
+// latency, the largest its bandwidth with the queue full, as a long prefix's load keeps it.
 std::vector<StoreSample> measure_store_grid(const CalibrateArguments& arguments) {
   std::vector<StoreSample> samples;
   for (uint64_t block : parse_size_list("--store-blocks", arguments.store_blocks)) {
     const std::vector<uint64_t> batches{1, std::max<uint64_t>(2, (64ull << 20) / block),
-                                        std::max<uint64_t>(4, (256ull << 20) / block)};
+                                        std::max<uint64_t>(4, (1ull << 30) / block)};
     for (const StoreSample& s : measure_store(arguments.directory, block, batches)) samples.push_back(s);
   }
   return samples;
