@@ -262,12 +262,14 @@ void TieredCache::release(Admission& admission) {
   }
   admission.admitted = false;
   admission.slots.clear();
+  ++room_generation_;
 }
 
 bool TieredCache::set_capacity(int t, int64_t bytes) {
   Tier& tier = tiers_[t];
   int64_t blocks = bytes / tier.block_bytes;
   if (blocks < tier.pinned) return false;
+  if (t == 0 && blocks > tier.capacity_blocks) ++room_generation_;
   tier.capacity_blocks = blocks;
   tier.spec.capacity_bytes = bytes;
   tier.policy->set_capacity(blocks);

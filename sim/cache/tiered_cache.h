@@ -61,6 +61,9 @@ class TieredCache {
   void release(Admission& admission);
   // Returns false, changing nothing, when the tier's pinned blocks would not fit in `bytes`.
   bool set_capacity(int tier, int64_t bytes);
+  // Changes whenever an admission that failed could now succeed: a release, or tier 0 growing. Nothing
+  // else can make it succeed: admitting others and shrinking tier 0 leave no more room for the rest.
+  uint64_t room_generation() const { return room_generation_; }
 
   int tier_count() const { return static_cast<int>(tiers_.size()); }
   const TierSpec& tier(int t) const { return tiers_[t].spec; }
@@ -120,6 +123,7 @@ class TieredCache {
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run
   std::vector<uint32_t> orphan_stack_;  // drop_orphans()
   uint32_t epoch_ = 0;
+  uint64_t room_generation_ = 0;
   bool any_prefix_aware_ = false;
   uint32_t released_in_request_order_ = 0;  // bit t: tier t's recency_order is last_block_most_recent
   TrafficTotals traffic_;

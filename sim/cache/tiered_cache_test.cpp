@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "sim/cache/cache_test_support.h"
 
 namespace kvtier {
@@ -53,6 +56,53 @@ TEST(TieredCache, AdmissionThatDoesNotFitChangesNothing) {
   EXPECT_TRUE(cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, second));  // shares the pinned blocks
   EXPECT_EQ(second.prefix.hit_blocks, 3);
   EXPECT_EQ(cache.pinned_blocks(0), 4);
+}
+
+// The scheduler retries a refused admission only once room_generation() has moved. So, whatever happens in
+// between (other admissions, a shrinking HBM, evictions), while it has not moved a refused chain must stay
+// refused; and a release or a growing tier 0 must move it.
+TEST(TieredCache, ARefusedAdmissionStaysRefusedUntilTheRoomGenerationMoves) {
+  std::mt19937_64 random(7);
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(random() % static_cast<uint64_t>(n)); };
+  for (int trial = 0; trial < 50; ++trial) {
+    TieredCache cache({make_tier("hbm", 12), make_tier("dram", 16)});
+    const int64_t block_bytes = cache.tier(0).bytes_per_block();
+    std::vector<Admission> running;
+    std::vector<uint64_t> refused;
+    uint64_t refused_at = 0;
+    for (int op = 0; op < 200; ++op) {
+      std::vector<uint64_t> chain;  // ids 1-4 shared by many chains, the rest mostly their own
+      for (int64_t b = 0, n = 1 + pick(6); b < n; ++b) chain.push_back(b < 2 ? 1 + pick(4) : 10 + pick(40));
+      const int64_t kind = pick(4);
+      const uint64_t before = cache.room_generation();
+      if (kind == 0 && !running.empty()) {
+        size_t i = static_cast<size_t>(pick(static_cast<int64_t>(running.size())));
+        cache.release(running[i]);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+        EXPECT_NE(cache.room_generation(), before);
+      } else if (kind == 1) {
+        const int64_t blocks = std::max(cache.pinned_blocks(0), 4 + pick(10));
+        const bool grows = blocks > cache.capacity_blocks(0);
+        ASSERT_TRUE(cache.set_capacity(0, blocks * block_bytes));
+        EXPECT_EQ(cache.room_generation() != before, grows);
+      } else {
+        Admission admission;
+        if (cache.admit(chain, admission)) {
+          running.push_back(std::move(admission));
+        } else if (refused.empty()) {
+          refused = chain;
+          refused_at = cache.room_generation();
+        }
+        EXPECT_EQ(cache.room_generation(), before);
+      }
+      if (refused.empty() || cache.room_generation() != refused_at) {
+        refused.clear();
+        continue;
+      }
+      Admission retry;
+      ASSERT_FALSE(cache.admit(refused, retry)) << "trial " << trial << ", operation " << op;
+    }
+  }
 }
 
 TEST(TieredCache, PinnedBlocksAreNeverEvicted) {

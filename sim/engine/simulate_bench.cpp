@@ -2,12 +2,20 @@
 //  - the Mooncake conversation sample (2,000 requests, traces/) on the H200 scenario
 //    (target: under 0.5 s);
 //  - a 20-minute closed-loop replay of 256 agent sessions on the default scenario's 4-bit variant
-//    (target: under 5 s), with events per second (target: over 500,000).
+//    (target: under 5 s), with events per second (target: over 500,000);
+//  - growth with the trace's length: the Mooncake sample replayed 1, 4 and 16 times end to end, and the
+//    synthetic agent trace at 2,000, 8,000 and 32,000 requests, on the H200 scenario. Each reports events
+//    and requests per CPU-second of the simulating process and its peak resident memory.
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
 
 #include "sim/core/config_files.h"
+#include "sim/core/temporary_folder.h"
 #include "sim/engine/isolated_run.h"
 #include "sim/engine/simulation.h"
 
@@ -16,31 +24,68 @@ namespace {
 
 const char* kMooncakeSample = "traces/mooncake-conversation-first2000.jsonl";
 
+// CPU seconds (user + system) of this process so far.
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](timeval t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// Peak resident memory of this process, in bytes (ru_maxrss is in KiB on Linux).
+double peak_rss_bytes() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return 1024.0 * static_cast<double>(usage.ru_maxrss);
+}
+
+// Runs the scenario in a child process and counts per CPU-second of that child.
 void run_and_count(benchmark::State& state, const Scenario& scenario) {
-  double events = 0, cache_events = 0, simulated = 0;
+  nlohmann::json result;
   for (auto _ : state) {
-    nlohmann::json summary = run_isolated([&] { return simulate(scenario, {}); });
-    events = summary["events"].get<double>();
-    cache_events = summary["cache_events"].get<double>();
-    simulated = summary["simulated_s"].get<double>();
+    result = run_isolated([&] {
+      const double cpu_before = cpu_seconds();
+      nlohmann::json summary = simulate(scenario, {});
+      return nlohmann::json{{"events", summary["events"]},
+                            {"cache_events", summary["cache_events"]},
+                            {"requests", summary["requests_issued"]},
+                            {"simulated_s", summary["simulated_s"]},
+                            {"cpu_s", cpu_seconds() - cpu_before},
+                            {"peak_rss_bytes", peak_rss_bytes()}};
+    });
   }
+  const double events = result["events"].get<double>();
+  const double cpu_s = result["cpu_s"].get<double>();
   // Engine events (steps, transfers, arrivals, completions) and, with them, the cache's block events
   // (placements, promotions, demotions, drops) that the engine turns into transfers.
   auto rate = [](double n) { return benchmark::Counter(n, benchmark::Counter::kIsIterationInvariantRate); };
   state.counters["engine_events_per_s"] = rate(events);
-  state.counters["all_events_per_s"] = rate(events + cache_events);
-  state.counters["simulated_s"] = simulated;
+  state.counters["all_events_per_s"] = rate(events + result["cache_events"].get<double>());
+  state.counters["engine_events_per_cpu_s"] = events / cpu_s;
+  state.counters["requests_per_cpu_s"] = result["requests"].get<double>() / cpu_s;
+  state.counters["cpu_s"] = cpu_s;
+  state.counters["requests"] = result["requests"].get<double>();
+  state.counters["peak_rss_MB"] = result["peak_rss_bytes"].get<double>() / 1e6;
+  state.counters["simulated_s"] = result["simulated_s"].get<double>();
+}
+
+bool have_sample(benchmark::State& state) {
+  if (std::filesystem::exists(kMooncakeSample)) return true;
+  state.SkipWithError("traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
+  return false;
+}
+
+Scenario h200_on_trace(const std::string& trace) {
+  ConfigNode root = load_config("h200-llama8b", "configs/scenarios");
+  root.set("workload", "{loop: open, source: trace, trace: " + trace + "}");
+  return parse_scenario(root);
 }
 
 void BM_MooncakeSampleOnH200(benchmark::State& state) {
-  if (!std::filesystem::exists(kMooncakeSample)) {
-    state.SkipWithError(
-        "traces/mooncake-conversation-first2000.jsonl is absent: run from the source root");
-    return;
-  }
-  ConfigNode root = load_config("h200-llama8b", "configs/scenarios");
-  root.set("workload", std::string("{loop: open, source: trace, trace: ") + kMooncakeSample + "}");
-  run_and_count(state, parse_scenario(root));
+  if (!have_sample(state)) return;
+  run_and_count(state, h200_on_trace(kMooncakeSample));
 }
 BENCHMARK(BM_MooncakeSampleOnH200)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
@@ -52,6 +97,57 @@ void BM_ClosedLoop256Sessions20Minutes(benchmark::State& state) {
   run_and_count(state, parse_scenario(root));
 }
 BENCHMARK(BM_ClosedLoop256Sessions20Minutes)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+// The sample `copies` times over, each copy after the last (timestamps shifted by the sample's span plus
+// a second) with its block ids moved past every id before it, so a copy is new traffic with the
+// sample's statistics rather than a replay of cached prefixes.
+void write_repeated_sample(const std::filesystem::path& out, int copies) {
+  std::vector<nlohmann::json> lines;
+  std::ifstream in(kMooncakeSample);
+  int64_t span_ms = 0, ids = 0;
+  for (std::string line; std::getline(in, line);) {
+    lines.push_back(nlohmann::json::parse(line));
+    span_ms = std::max(span_ms, lines.back()["timestamp"].get<int64_t>());
+    for (const auto& id : lines.back()["hash_ids"]) ids = std::max(ids, id.get<int64_t>() + 1);
+  }
+  std::ofstream file(out);
+  for (int copy = 0; copy < copies; ++copy) {
+    for (nlohmann::json record : lines) {
+      record["timestamp"] = record["timestamp"].get<int64_t>() + copy * (span_ms + 1000);
+      for (auto& id : record["hash_ids"]) id = id.get<int64_t>() + copy * ids;
+      file << record.dump() << '\n';
+    }
+  }
+}
+
+void BM_MooncakeSampleRepeated(benchmark::State& state) {
+  if (!have_sample(state)) return;
+  TemporaryFolder folder("kvtier-simulate-bench");
+  const std::filesystem::path trace = folder.path() / "mooncake-repeated.jsonl";
+  write_repeated_sample(trace, static_cast<int>(state.range(0)));
+  run_and_count(state, h200_on_trace(trace.string()));
+}
+BENCHMARK(BM_MooncakeSampleRepeated)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+void BM_AgentTraceOnH200(benchmark::State& state) {
+  ConfigNode root = load_config("h200-llama8b", "configs/scenarios");
+  root.set("workload", "{loop: open, source: agent, agent: agent-default, requests: " +
+                           std::to_string(state.range(0)) + "}");
+  run_and_count(state, parse_scenario(root));
+}
+BENCHMARK(BM_AgentTraceOnH200)
+    ->Arg(2000)
+    ->Arg(8000)
+    ->Arg(32000)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace kvtier

@@ -118,9 +118,18 @@ void Scheduler::reject(Sequence& seq) {
   driver_.on_complete(r.id, backend_.now());
 }
 
+// The head of the queue, once refused, is tried again only when the cache may have room for it (its
+// room_generation moved): under overload the refusals would otherwise cost a pass over its blocks every
+// step.
 void Scheduler::admit_waiting() {
   while (!waiting_.empty() && running_count() < config_.max_running) {
-    if (!admit(*waiting_.front())) break;
+    Sequence& head = *waiting_.front();
+    if (head.record == refused_record_ && cache_.room_generation() == refused_at_) break;
+    if (!admit(head)) {
+      refused_record_ = head.record;
+      refused_at_ = cache_.room_generation();
+      break;
+    }
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }

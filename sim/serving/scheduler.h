@@ -30,18 +30,19 @@
 //   }
 #pragma once
 
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
 
+#include "sim/cache/tiered_cache.h"
 #include "sim/core/breakeven.h"
 #include "sim/core/calibration.h"
 #include "sim/core/cost_model.h"
-#include "sim/workload/replay.h"
 #include "sim/serving/request_record.h"
 #include "sim/serving/serving_backend.h"
 #include "sim/serving/step_plan.h"
-#include "sim/cache/tiered_cache.h"
+#include "sim/workload/replay.h"
 
 namespace kvtier {
 
@@ -128,6 +129,10 @@ class Scheduler {
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
   double step_started_s_ = 0;                       // when the step of the last kStep decision began
   int64_t reported_capacity_ = -1;                  // HBM's cache area as last told to the backend
+  // The record of the queue's head when the cache last refused it (a record, not the Sequence's address,
+  // which a later arrival may reuse), and the cache's room_generation() then.
+  size_t refused_record_ = SIZE_MAX;
+  uint64_t refused_at_ = 0;
   Decision decision_;
 };
 
