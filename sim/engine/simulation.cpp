@@ -16,8 +16,8 @@ namespace sg4 = simgrid::s4u;
 namespace kvtier {
 namespace {
 
-InstanceConfig instance_config(const Scenario& s) {
-  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
+InstanceConfig instance_config(const Scenario& s, bool log_transfers) {
+  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers, log_transfers};
   for (const TierSpec& tier : s.tiers) {
     c.tier_media.push_back(tier.medium);
     c.tier_names.push_back(tier.name);
@@ -111,7 +111,8 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
 
   std::vector<RequestRecord> records;
   std::vector<TimeSample> samples;
-  ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records);
+  ServingInstance instance(instance_config(s, !options.out_dir.empty()), cost, platform, cache,
+                           *workload.driver, records);
   sg4::Host* host = engine.host_by_name("dram");
   sg4::Actor::create("serving", host, [&] { instance.run(); });
   sg4::Actor::create("sampler", host, [&] { sample(s, instance, cache, platform, samples); });

@@ -12,8 +12,9 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
     : tier_media_(std::move(config.tier_media)),
       tier_names_(std::move(config.tier_names)),
       blocking_transfers_(config.blocking_transfers),
+      log_transfers_(config.log_transfers),
       platform_(platform),
-      stores_(platform, transfers_),
+      stores_(platform, log_transfers_ ? &transfers_ : nullptr),
       heat_(cost.throttle().value_or(PowerThrottle{})),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
 
@@ -99,11 +100,13 @@ bool ServingInstance::load_done(LoadHandle handle) {
     if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       return false;
   }
-  for (const LoadPart& part : load.parts) {
-    double landed = load.start_s;
-    for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
-    transfers_.push_back(
-        {transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s, landed});
+  if (log_transfers_) {
+    for (const LoadPart& part : load.parts) {
+      double landed = load.start_s;
+      for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
+      transfers_.push_back(
+          {transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s, landed});
+    }
   }
   loads_.erase(it);
   return true;

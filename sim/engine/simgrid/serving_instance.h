@@ -30,6 +30,7 @@ struct InstanceConfig : SchedulerConfig {
   std::vector<Medium> tier_media;        // where each cache tier lives
   std::vector<std::string> tier_names;  // the cache's names of the tiers, for transfers.csv
   bool blocking_transfers = false;       // instance.transfers: blocking
+  bool log_transfers = true;             // keep every transfer for transfers.csv
 };
 
 // What the sampler reads while the instance runs.
@@ -47,7 +48,8 @@ class ServingInstance : private ServingBackend {
   // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
   // run after run() has ended.
   void finish_stores() { stores_.finish_in_flight(); }
-  // Every load and store that has landed, in the order they were seen to land.
+  // Every load and store that has landed, in the order they were seen to land (none without
+  // log_transfers).
   const std::vector<TransferRecord>& transfers() const { return transfers_; }
 
  private:
@@ -74,6 +76,7 @@ class ServingInstance : private ServingBackend {
   std::vector<Medium> tier_media_;
   std::vector<std::string> tier_names_;
   bool blocking_transfers_;
+  bool log_transfers_;
   Platform& platform_;
   InstanceState state_;
   std::vector<TransferRecord> transfers_;

@@ -10,7 +10,7 @@ void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, doub
   auto key = std::make_pair(from, to);
   Path& path = paths_[key];
   path.pending_bytes += bytes;
-  path.pending.push_back({tier_path, bytes, 0, 0});
+  if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0});
   if (path.comms.empty()) start(key, path);
 }
 
@@ -29,7 +29,7 @@ void StoreQueues::finish(Path& path) {
   for (const sg4::CommPtr& c : path.comms) landed = std::max(landed, c->get_finish_time());
   for (TransferRecord& store : path.moving) {
     store.end_s = landed;
-    log_.push_back(std::move(store));
+    log_->push_back(std::move(store));
   }
   path.moving.clear();
   path.comms.clear();

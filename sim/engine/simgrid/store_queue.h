@@ -26,8 +26,8 @@ namespace kvtier {
 
 class StoreQueues {
  public:
-  // Finished stores are appended to `log`.
-  StoreQueues(Platform& platform, std::vector<TransferRecord>& log) : platform_(platform), log_(log) {}
+  // Finished stores are appended to `log`; with none, stores are not kept one by one.
+  StoreQueues(Platform& platform, std::vector<TransferRecord>* log) : platform_(platform), log_(log) {}
 
   // Queues `bytes` for the path between the media; `tier_path` names the store in transfers.csv. Starts a
   // transfer at once if the path is idle.
@@ -55,7 +55,7 @@ class StoreQueues {
   void finish(Path& path);
 
   Platform& platform_;
-  std::vector<TransferRecord>& log_;
+  std::vector<TransferRecord>* log_;
   std::map<std::pair<Medium, Medium>, Path> paths_;
   int64_t started_ = 0;
 };
