@@ -1,6 +1,5 @@
 #include "hw/tools/disk_probe.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include "hw/store/memory_region.h"
 #include "hw/store/nvme_store.h"
 #include "hw/store/parallel_for.h"
+#include "sim/core/process_usage.h"
 
 namespace kvtier::hw {
 namespace {
@@ -28,15 +28,6 @@ double seconds_of(Fn fn) {
   const auto start = std::chrono::steady_clock::now();
   fn();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-double process_cpu_seconds() {
-  rusage usage{};
-  ::getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) {
-    return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6;
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
 }
 
 // Runs a shell command and returns what it wrote to stdout and stderr, or throws when it fails.
@@ -111,9 +102,9 @@ std::vector<StoreSample> measure_store(const std::string& dir, uint64_t block_by
     for (uint64_t i = 0; i < blocks; ++i) store->erase(i);
   };
   auto timed = [&](DiskOp op, uint64_t blocks, auto&& pass) {
-    const double cpu = process_cpu_seconds();
+    const double cpu = process_usage().cpu_s;
     const double seconds = seconds_of([&] { pass(blocks); });
-    return StoreSample{op, block_bytes, blocks, seconds, process_cpu_seconds() - cpu};
+    return StoreSample{op, block_bytes, blocks, seconds, process_usage().cpu_s - cpu};
   };
   // Every slot written once, untimed, so that no timed put pays for the preallocated extents' conversion.
   put(most);

@@ -7,53 +7,42 @@
 //    synthetic agent trace at 2,000, 8,000 and 32,000 requests, on the H200 scenario. Each reports events
 //    and requests per CPU-second of the simulating process and its peak resident memory.
 #include <benchmark/benchmark.h>
-#include <sys/resource.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "sim/core/config_files.h"
+#include "sim/core/process_usage.h"
 #include "sim/core/temporary_folder.h"
 #include "sim/engine/isolated_run.h"
 #include "sim/engine/simulation.h"
+#include "sim/workload/native_format.h"
+#include "sim/workload/trace_reader.h"
 
 namespace kvtier {
 namespace {
 
 const char* kMooncakeSample = "traces/mooncake-conversation-first2000.jsonl";
 
-// CPU seconds (user + system) of this process so far.
-double cpu_seconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](timeval t) {
-    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
-  };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
-
-// Peak resident memory of this process, in bytes (ru_maxrss is in KiB on Linux).
-double peak_rss_bytes() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return 1024.0 * static_cast<double>(usage.ru_maxrss);
-}
-
 // Runs the scenario in a child process and counts per CPU-second of that child.
 void run_and_count(benchmark::State& state, const Scenario& scenario) {
   nlohmann::json result;
   for (auto _ : state) {
     result = run_isolated([&] {
-      const double cpu_before = cpu_seconds();
+      const double cpu_before = process_usage().cpu_s;
       nlohmann::json summary = simulate(scenario, {});
+      const ProcessUsage after = process_usage();
       return nlohmann::json{{"events", summary["events"]},
                             {"cache_events", summary["cache_events"]},
                             {"requests", summary["requests_issued"]},
                             {"simulated_s", summary["simulated_s"]},
-                            {"cpu_s", cpu_seconds() - cpu_before},
-                            {"peak_rss_bytes", peak_rss_bytes()}};
+                            {"cpu_s", after.cpu_s - cpu_before},
+                            {"peak_rss_bytes", after.peak_rss_bytes}};
     });
   }
   const double events = result["events"].get<double>();
@@ -98,24 +87,25 @@ void BM_ClosedLoop256Sessions20Minutes(benchmark::State& state) {
 }
 BENCHMARK(BM_ClosedLoop256Sessions20Minutes)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
-// The sample `copies` times over, each copy after the last (timestamps shifted by the sample's span plus
-// a second) with its block ids moved past every id before it, so a copy is new traffic with the
-// sample's statistics rather than a replay of cached prefixes.
+// The sample `copies` times over, each copy after the last (arrivals shifted by the sample's span plus a
+// second) with its block ids moved past every id before it, so a copy is new traffic with the sample's
+// statistics rather than a replay of cached prefixes.
 void write_repeated_sample(const std::filesystem::path& out, int copies) {
-  std::vector<nlohmann::json> lines;
-  std::ifstream in(kMooncakeSample);
-  int64_t span_ms = 0, ids = 0;
-  for (std::string line; std::getline(in, line);) {
-    lines.push_back(nlohmann::json::parse(line));
-    span_ms = std::max(span_ms, lines.back()["timestamp"].get<int64_t>());
-    for (const auto& id : lines.back()["hash_ids"]) ids = std::max(ids, id.get<int64_t>() + 1);
+  std::vector<Request> requests;
+  std::unique_ptr<RequestStream> sample = open_trace(kMooncakeSample, TraceReadOptions{});
+  double span_s = 0;
+  uint64_t ids = 0;
+  for (Request r; sample->next(r);) {
+    span_s = std::max(span_s, r.arrival_s);
+    for (uint64_t id : r.block_ids) ids = std::max(ids, id + 1);
+    requests.push_back(r);
   }
   std::ofstream file(out);
   for (int copy = 0; copy < copies; ++copy) {
-    for (nlohmann::json record : lines) {
-      record["timestamp"] = record["timestamp"].get<int64_t>() + copy * (span_ms + 1000);
-      for (auto& id : record["hash_ids"]) id = id.get<int64_t>() + copy * ids;
-      file << record.dump() << '\n';
+    for (Request r : requests) {
+      r.arrival_s += copy * (span_s + 1);
+      for (uint64_t& id : r.block_ids) id += static_cast<uint64_t>(copy) * ids;
+      write_mooncake(file, r);
     }
   }
 }
