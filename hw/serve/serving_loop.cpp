@@ -259,9 +259,11 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   SchedulerState state;
   StoreBackend& backend = engine.backend();
   backend.restart_clock();
-  Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, run.records, state);
+  RequestLog records([&run](const RequestRecord& r) { run.records.push_back(r); });
+  Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, records, state);
   Sampler sampler(s, node, cache, state, backend.transfers(), run.samples);
   const double compute_s = serve_requests(scheduler, engine, sampler);
+  records.close();
   const double elapsed = backend.now();
 
   run.transfers = backend.transfers();

@@ -95,7 +95,7 @@ void serve_and_check(const std::vector<TierSpec>& tiers, DevicePages& device, co
   config.kv_space_bytes = static_cast<double>(tiers[0].capacity_bytes);
   config.tier_conversions.assign(tiers.size(), {1e12, 1e12});
   config.tier_load_paths.assign(tiers.size(), {});
-  std::vector<RequestRecord> records;
+  RequestLog records;
   SchedulerState state;
   Scheduler scheduler(config, cost, cache, *driver, backend, records, state);
   serve(scheduler);

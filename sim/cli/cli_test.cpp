@@ -11,7 +11,9 @@ namespace kvtier {
 namespace {
 
 using testing::CliResult;
+using testing::kTinyScenario;
 using testing::run_kvtier;
+using testing::run_shell;
 using testing::write_temp;
 
 TEST(Cli, KvJsonCarriesBytesAndCompression) {
@@ -131,6 +133,34 @@ TEST(Cli, SimulateWritesIdenticalOutputsForTheSameInputs) {
   EXPECT_EQ(second.out.find("drawing"), std::string::npos) << second.out;
   EXPECT_EQ(read_file(a + "/run/requests.csv"), read_file(b + "/run/requests.csv"));
   EXPECT_EQ(read_file(a + "/run/timeseries.csv"), read_file(b + "/run/timeseries.csv"));
+}
+
+// On a terminal (here `script`'s), each variant's progress has a line, ending with its wall time and peak
+// memory; with --quiet, or with stderr not a terminal, there is none.
+TEST(Cli, SimulateDrawsProgressOnATerminalUnlessQuiet) {
+  const std::string scenario = write_temp("kvtier_cli_progress.yaml", kTinyScenario);
+  const std::filesystem::path base = std::filesystem::temp_directory_path();
+  auto on_terminal = [&](const std::string& name, const std::string& flags) {
+    const std::string out = (base / name).string();
+    std::filesystem::remove_all(out);
+    return run_shell("script -qec \"$KVTIER simulate " + scenario + " --no-plots " + flags + " --out " + out +
+                     "\" /dev/null");
+  };
+  CliResult shown = on_terminal("kvtier_cli_progress_shown", "");
+  ASSERT_EQ(shown.exit_code, 0) << shown.out;
+  for (const char* text :
+       {"always-load: starting", "breakeven: starting", "always-load: done, ", "peak memory "})
+    EXPECT_NE(shown.out.find(text), std::string::npos) << text << " in " << shown.out;
+  CliResult quiet = on_terminal("kvtier_cli_progress_quiet", "--quiet");
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.out;
+  EXPECT_NE(quiet.out.find("TTFT p95"), std::string::npos) << quiet.out;
+  EXPECT_EQ(quiet.out.find("starting"), std::string::npos) << quiet.out;
+  EXPECT_EQ(quiet.out.find("done, "), std::string::npos) << quiet.out;
+  const std::string piped = (base / "kvtier_cli_progress_piped").string();
+  std::filesystem::remove_all(piped);
+  CliResult not_terminal = run_kvtier("simulate " + scenario + " --no-plots --out " + piped);
+  ASSERT_EQ(not_terminal.exit_code, 0) << not_terminal.out;
+  EXPECT_EQ(not_terminal.out.find("starting"), std::string::npos) << not_terminal.out;
 }
 
 TEST(Cli, BadScenarioFailsAndWritesNothing) {

@@ -36,6 +36,7 @@ struct SimulateOptions {
   bool allow_huge = false;
   int jobs = 0;
   bool no_plots = false;
+  bool quiet = false;
   OutputFormat format = OutputFormat::kTable;
 };
 
@@ -57,15 +58,24 @@ std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& 
   return runs;
 }
 
-std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const std::string& dir, int jobs) {
+// On a terminal, unless --quiet, each run draws its progress on a line of its own (progress.h).
+std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const std::string& dir, int jobs,
+                                    bool quiet) {
+  const bool show_progress = !quiet && isatty(STDERR_FILENO);
   std::vector<Simulation> simulations;
+  std::vector<std::string> names;
   for (const ScenarioRun& run : runs) {
     SimulationOptions options;
     options.out_dir = dir + "/" + run.name;
+    if (show_progress) {
+      options.progress = ProgressRow{run.name, static_cast<int>(names.size()), static_cast<int>(runs.size())};
+    }
+    names.push_back(run.name);
     simulations.push_back([&run, options] { return simulate(run.scenario, options); });
   }
-  if (isatty(STDERR_FILENO)) {
+  if (show_progress) {
     std::cerr << "kvtier: simulating " << runs.size() << (runs.size() == 1 ? " run" : " variants") << " ...\n";
+    reserve_progress_rows(std::cerr, names);
   }
   return run_isolated(simulations, jobs);
 }
@@ -98,7 +108,7 @@ void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
 // what summary.json holds.
 nlohmann::json write_results(const SimulateOptions& options, const std::vector<ScenarioRun>& runs,
                              const std::string& dir, const std::string& command_line) {
-  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_or_cores(options.jobs));
+  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_or_cores(options.jobs), options.quiet);
   std::vector<std::string> names;
   for (const ScenarioRun& r : runs) names.push_back(r.name);
   nlohmann::json result = {
@@ -193,6 +203,8 @@ void add_simulate_command(CLI::App& app) {
   command->add_flag("--allow-huge", options->allow_huge,
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
   command->add_flag("--no-plots", options->no_plots, "Skip the matplotlib plots");
+  command->add_flag("--quiet", options->quiet,
+                    "No progress lines on stderr (they are drawn only when stderr is a terminal)");
   command->add_flag_callback(
       "--allow-oversubscribe", [options] { options->overrides.emplace_back("allow_oversubscribe=true"); },
       "Simulate DRAM and NVMe tiers larger than the node has (a warning instead of an error); the same as "

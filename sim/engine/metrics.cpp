@@ -7,43 +7,12 @@
 namespace kvtier {
 namespace {
 
-double mean(const std::vector<double>& values) {
-  double sum = 0;
-  for (double v : values) sum += v;
-  return values.empty() ? 0 : sum / static_cast<double>(values.size());
-}
-
-nlohmann::json percentiles(const std::vector<double>& values) {
+nlohmann::json percentiles(LatencyQuantiles& values) {
   if (values.empty()) return nullptr;
-  return {{"p50", percentile(values, 0.50)},
-          {"p95", percentile(values, 0.95)},
-          {"p99", percentile(values, 0.99)},
-          {"mean", mean(values)}};
-}
-
-// The mean of each TTFT part over the requests with a first token.
-nlohmann::json mean_ttft_parts(const std::vector<RequestRecord>& records,
-                               const std::vector<std::string>& tiers) {
-  TtftParts sum;
-  sum.load_s.assign(tiers.size(), 0);
-  double count = 0;
-  for (const RequestRecord& r : records) {
-    if (r.first_token_s < 0) continue;
-    const TtftParts p = ttft_parts(r);
-    sum.queue_s += p.queue_s;
-    sum.prefill_s += p.prefill_s;
-    sum.conversion_s += p.conversion_s;
-    sum.other_s += p.other_s;
-    for (size_t t = 1; t < tiers.size(); ++t) sum.load_s[t] += p.load_s[t];
-    ++count;
-  }
-  if (count == 0) return nullptr;
-  nlohmann::json parts = {{"queue", sum.queue_s / count}};
-  for (size_t t = 1; t < tiers.size(); ++t) parts["load_" + tiers[t]] = sum.load_s[t] / count;
-  parts["conversion"] = sum.conversion_s / count;
-  parts["prefill"] = sum.prefill_s / count;
-  parts["other"] = sum.other_s / count;
-  return parts;
+  return {{"p50", values.percentile(0.50)},
+          {"p95", values.percentile(0.95)},
+          {"p99", values.percentile(0.99)},
+          {"mean", values.mean()}};
 }
 
 }  // namespace
@@ -78,104 +47,135 @@ std::vector<std::string> ttft_part_names(const nlohmann::json& parts) {
   return names;
 }
 
-double percentile(std::vector<double> values, double q) {
-  std::sort(values.begin(), values.end());
-  double rank = q * static_cast<double>(values.size() - 1);
-  size_t low = static_cast<size_t>(std::floor(rank));
-  size_t high = std::min(low + 1, values.size() - 1);
-  return values[low] + (rank - static_cast<double>(low)) * (values[high] - values[low]);
+RequestSummary::RequestSummary(std::vector<std::string> tier_names, const Slo& slo, double window_s)
+    : tier_names_(std::move(tier_names)), slo_(slo), window_s_(window_s), hits_(tier_names_.size(), 0) {
+  parts_sum_.load_s.assign(tier_names_.size(), 0);
+}
+
+void RequestSummary::add(const RequestRecord& r) {
+  ++issued_;
+  rejected_ += r.rejected;
+  if (r.first_token_s >= 0) {
+    ttft_.add(r.ttft());
+    const TtftParts p = ttft_parts(r);
+    parts_sum_.queue_s += p.queue_s;
+    parts_sum_.prefill_s += p.prefill_s;
+    parts_sum_.conversion_s += p.conversion_s;
+    parts_sum_.other_s += p.other_s;
+    for (size_t t = 1; t < tier_names_.size(); ++t) parts_sum_.load_s[t] += p.load_s[t];
+  }
+  if (!r.completed()) return;
+  ++completed_;
+  if (r.output_tokens > 1) tpot_.add(r.tpot());
+  e2e_.add(r.completion_s - r.arrival_s);
+  if (r.completion_s <= window_s_) {
+    const int64_t tokens = r.input_tokens + r.output_tokens;
+    ++in_window_;
+    tokens_in_window_ += tokens;
+    if (r.ttft() <= slo_.ttft_s && r.tpot() <= slo_.tpot_s) {
+      ++good_;
+      good_tokens_ += tokens;
+    }
+  }
+  input_tokens_ += r.input_tokens;
+  recomputed_ += r.recomputed_tokens;
+  preemptions_ += r.preemptions;
+  for (size_t t = 0; t < hits_.size() && t < r.hit_tokens.size(); ++t) hits_[t] += r.hit_tokens[t];
+}
+
+nlohmann::json RequestSummary::to_json(const std::vector<std::string>& link_names,
+                                       const std::vector<double>& link_bytes) {
+  // Arrays rather than objects keep tiers fastest first and links in platform order.
+  nlohmann::json hit_rate = nlohmann::json::array();
+  int64_t hit_total = 0;
+  for (size_t t = 0; t < hits_.size(); ++t) {
+    hit_total += hits_[t];
+    double rate = input_tokens_ > 0 ? static_cast<double>(hits_[t]) / static_cast<double>(input_tokens_) : 0;
+    hit_rate.push_back({{"tier", tier_names_[t]}, {"rate", rate}, {"tokens", hits_[t]}});
+  }
+  nlohmann::json links = nlohmann::json::array();
+  for (size_t l = 0; l < link_names.size(); ++l)
+    links.push_back({{"link", link_names[l]}, {"bytes", link_bytes[l]}});
+  nlohmann::json parts = nullptr;
+  if (const double count = static_cast<double>(ttft_.count()); count > 0) {
+    parts = {{"queue", parts_sum_.queue_s / count}};
+    for (size_t t = 1; t < tier_names_.size(); ++t)
+      parts["load_" + tier_names_[t]] = parts_sum_.load_s[t] / count;
+    parts["conversion"] = parts_sum_.conversion_s / count;
+    parts["prefill"] = parts_sum_.prefill_s / count;
+    parts["other"] = parts_sum_.other_s / count;
+  }
+  nlohmann::json summary = {
+      {"requests_issued", issued_},
+      {"requests_completed", completed_},
+      {"requests_rejected", rejected_},
+      {"requests_completed_in_window", in_window_},
+      {"requests_completed_after_window", completed_ - in_window_},
+      {"goodput_requests", good_},
+      {"tokens_in_window", tokens_in_window_},
+      {"goodput_tokens", good_tokens_},
+      {"window_s", window_s_},
+      {"slo", {{"ttft_s", slo_.ttft_s}, {"tpot_s", slo_.tpot_s}}},
+      {"ttft_s", percentiles(ttft_)},
+      {"ttft_parts_s", parts},
+      {"tpot_s", percentiles(tpot_)},
+      {"e2e_s", percentiles(e2e_)},
+      {"input_tokens", input_tokens_},
+      {"hit_rate_tokens", hit_rate},
+      {"hit_rate_total",
+       input_tokens_ > 0 ? static_cast<double>(hit_total) / static_cast<double>(input_tokens_) : 0},
+      {"recomputed_tokens", recomputed_},
+      {"preemptions", preemptions_},
+      {"link_bytes", links}};
+  if (!ttft_.exact() || !tpot_.exact() || !e2e_.exact())
+    summary["quantile_relative_error"] = LatencyQuantiles::kRelativeError;
+  return summary;
 }
 
 nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
                          const Slo& slo, double window_s) {
-  std::vector<double> ttft, tpot, e2e;
-  int64_t completed = 0, good = 0, input_tokens = 0, recomputed = 0, preemptions = 0, rejected = 0;
-  int64_t in_window = 0, tokens_in_window = 0, good_tokens = 0;
-  std::vector<int64_t> hits(tier_names.size(), 0);
-  for (const RequestRecord& r : records) {
-    rejected += r.rejected;
-    if (r.first_token_s >= 0) ttft.push_back(r.ttft());
-    if (!r.completed()) continue;
-    ++completed;
-    if (r.output_tokens > 1) tpot.push_back(r.tpot());
-    e2e.push_back(r.completion_s - r.arrival_s);
-    if (r.completion_s <= window_s) {
-      const int64_t tokens = r.input_tokens + r.output_tokens;
-      ++in_window;
-      tokens_in_window += tokens;
-      if (r.ttft() <= slo.ttft_s && r.tpot() <= slo.tpot_s) {
-        ++good;
-        good_tokens += tokens;
-      }
-    }
-    input_tokens += r.input_tokens;
-    recomputed += r.recomputed_tokens;
-    preemptions += r.preemptions;
-    for (size_t t = 0; t < hits.size() && t < r.hit_tokens.size(); ++t) hits[t] += r.hit_tokens[t];
+  RequestSummary summary(tier_names, slo, window_s);
+  for (const RequestRecord& r : records) summary.add(r);
+  return summary.to_json(link_names, link_bytes);
+}
+
+RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names)
+    : out_(out), tier_names_(std::move(tier_names)) {
+  out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
+         "input_tokens,output_tokens";
+  for (const std::string& t : tier_names_) out << ",hit_tokens_" << t;
+  out << ",recomputed_tokens,preemptions,ttft_queue_s";
+  for (size_t t = 1; t < tier_names_.size(); ++t) out << ",ttft_load_" << tier_names_[t] << "_s";
+  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s\n";
+  out << std::setprecision(9);
+}
+
+void RequestsCsvWriter::write(const RequestRecord& r) {
+  std::ostream& out = out_;
+  double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
+  out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ','
+      << r.load_wait_s << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
+      << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
+  for (size_t t = 0; t < tier_names_.size(); ++t)
+    out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
+  out << ',' << r.recomputed_tokens << ',' << r.preemptions;
+  if (r.first_token_s < 0) {
+    for (size_t column = 0; column < tier_names_.size() + 3; ++column) out << ",";
+    out << '\n';
+    return;
   }
-  // Arrays rather than objects keep tiers fastest first and links in platform order.
-  nlohmann::json hit_rate = nlohmann::json::array();
-  int64_t hit_total = 0;
-  for (size_t t = 0; t < hits.size(); ++t) {
-    hit_total += hits[t];
-    double rate = input_tokens > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input_tokens) : 0;
-    hit_rate.push_back({{"tier", tier_names[t]}, {"rate", rate}, {"tokens", hits[t]}});
-  }
-  nlohmann::json links = nlohmann::json::array();
-  for (size_t l = 0; l < link_names.size(); ++l)
-    links.push_back({{"link", link_names[l]}, {"bytes", link_bytes[l]}});
-  return {{"requests_issued", records.size()},
-          {"requests_completed", completed},
-          {"requests_rejected", rejected},
-          {"requests_completed_in_window", in_window},
-          {"requests_completed_after_window", completed - in_window},
-          {"goodput_requests", good},
-          {"tokens_in_window", tokens_in_window},
-          {"goodput_tokens", good_tokens},
-          {"window_s", window_s},
-          {"slo", {{"ttft_s", slo.ttft_s}, {"tpot_s", slo.tpot_s}}},
-          {"ttft_s", percentiles(ttft)},
-          {"ttft_parts_s", mean_ttft_parts(records, tier_names)},
-          {"tpot_s", percentiles(tpot)},
-          {"e2e_s", percentiles(e2e)},
-          {"input_tokens", input_tokens},
-          {"hit_rate_tokens", hit_rate},
-          {"hit_rate_total",
-           input_tokens > 0 ? static_cast<double>(hit_total) / static_cast<double>(input_tokens) : 0},
-          {"recomputed_tokens", recomputed},
-          {"preemptions", preemptions},
-          {"link_bytes", links}};
+  const TtftParts p = ttft_parts(r);
+  out << ',' << p.queue_s;
+  for (size_t t = 1; t < tier_names_.size(); ++t) out << ',' << (t < p.load_s.size() ? p.load_s[t] : 0);
+  out << ',' << p.conversion_s << ',' << p.prefill_s << ',' << p.other_s << '\n';
 }
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
                         const std::vector<std::string>& tier_names) {
-  out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
-         "input_tokens,output_tokens";
-  for (const std::string& t : tier_names) out << ",hit_tokens_" << t;
-  out << ",recomputed_tokens,preemptions,ttft_queue_s";
-  for (size_t t = 1; t < tier_names.size(); ++t) out << ",ttft_load_" << tier_names[t] << "_s";
-  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s\n";
-  out << std::setprecision(9);
-  for (const RequestRecord& r : records) {
-    double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
-    out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ','
-        << r.load_wait_s << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
-        << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
-    for (size_t t = 0; t < tier_names.size(); ++t)
-      out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
-    out << ',' << r.recomputed_tokens << ',' << r.preemptions;
-    if (r.first_token_s < 0) {
-      for (size_t column = 0; column < tier_names.size() + 3; ++column) out << ",";
-      out << '\n';
-      continue;
-    }
-    const TtftParts p = ttft_parts(r);
-    out << ',' << p.queue_s;
-    for (size_t t = 1; t < tier_names.size(); ++t) out << ',' << (t < p.load_s.size() ? p.load_s[t] : 0);
-    out << ',' << p.conversion_s << ',' << p.prefill_s << ',' << p.other_s << '\n';
-  }
+  RequestsCsvWriter writer(out, tier_names);
+  for (const RequestRecord& r : records) writer.write(r);
 }
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,

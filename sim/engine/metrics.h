@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "sim/cache/tiered_cache.h"
+#include "sim/core/quantiles.h"
 #include "sim/serving/request_record.h"
 #include "sim/serving/scheduler.h"
 
@@ -50,13 +51,36 @@ TtftParts ttft_parts(const RequestRecord& r);
 // tier, conversion, prefill, other (a JSON object read back keeps its keys sorted instead).
 std::vector<std::string> ttft_part_names(const nlohmann::json& parts);
 
-// Linear interpolation between closest ranks (numpy's default). REQUIRES: 0 <= q <= 1.
-double percentile(std::vector<double> values, double q);
+// The summary of a run's requests, added one at a time as each is final (request_log.h), in arrival
+// order: counts and sums as they come, latencies in LatencyQuantiles (exact up to a million requests, a
+// sketch within 0.1 % beyond: sim/core/quantiles.h), so that its memory does not grow with the run.
+// A request completed inside the window when it completed by `window_s`.
+class RequestSummary {
+ public:
+  RequestSummary(std::vector<std::string> tier_names, const Slo& slo, double window_s);
+  void add(const RequestRecord& r);
+  int64_t requests_added() const { return issued_; }
+  int64_t requests_completed() const { return completed_; }
+  // Every figure of the summary, for summary.json and --format json. Goodput counts the requests that
+  // completed inside the window and met both SLOs; requests_completed_in_window is the AMD seed's goodput
+  // (every request completed inside the window), requests_completed_after_window the completions after
+  // it. ttft_parts_s holds the mean of each TTFT part over the requests with a first token. Where the
+  // latencies were sketched, quantile_relative_error states the bound. window_s is the one given here.
+  nlohmann::json to_json(const std::vector<std::string>& link_names, const std::vector<double>& link_bytes);
 
-// Every figure of the summary, for summary.json and --format json. Goodput counts the requests that
-// completed inside the window and met both SLOs; requests_completed_in_window is the AMD seed's goodput
-// (every request completed inside the window), requests_completed_after_window the completions after it.
-// ttft_parts_s holds the mean of each TTFT part over the requests with a first token.
+ private:
+  std::vector<std::string> tier_names_;
+  Slo slo_;
+  double window_s_;
+  LatencyQuantiles ttft_, tpot_, e2e_;
+  int64_t issued_ = 0, completed_ = 0, good_ = 0, input_tokens_ = 0, recomputed_ = 0, preemptions_ = 0,
+          rejected_ = 0;
+  int64_t in_window_ = 0, tokens_in_window_ = 0, good_tokens_ = 0;
+  std::vector<int64_t> hits_;
+  TtftParts parts_sum_;  // over the requests with a first token
+};
+
+// A RequestSummary of every record at once.
 nlohmann::json summarise(const std::vector<RequestRecord>& records,
                          const std::vector<std::string>& tier_names,
                          const std::vector<std::string>& link_names, const std::vector<double>& link_bytes,
@@ -70,6 +94,17 @@ TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState&
 // Every non-empty flow of the cache's events (summary.json's cache_traffic): what moved between which
 // tiers, in each tier's layout.
 nlohmann::json cache_traffic_json(const TieredCache& cache);
+
+// requests.csv, a row per request as it is written: the header at construction.
+class RequestsCsvWriter {
+ public:
+  RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names);
+  void write(const RequestRecord& r);
+
+ private:
+  std::ostream& out_;
+  std::vector<std::string> tier_names_;
+};
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
                         const std::vector<std::string>& tier_names);

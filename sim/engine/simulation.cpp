@@ -63,13 +63,36 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
   }
 }
 
-void write_outputs(const std::string& dir, const std::vector<RequestRecord>& records,
-                   const std::vector<TimeSample>& samples, const std::vector<TransferRecord>& transfers,
-                   const std::vector<std::string>& tiers, const std::vector<std::string>& links) {
-  create_checked_folder(dir);
-  CheckedFile requests(dir + "/requests.csv");
-  write_requests_csv(requests, records, tiers);
-  requests.close();
+// The per-request figures as each request is final: into the summary, and into requests.csv when the run
+// writes a folder (opened before the run, written as it goes).
+class RequestOutputs {
+ public:
+  RequestOutputs(const Scenario& s, const std::vector<std::string>& tiers, double window_s,
+                 const std::string& dir)
+      : summary_(tiers, s.slo, window_s) {
+    if (dir.empty()) return;
+    create_checked_folder(dir);
+    csv_file_.emplace(dir + "/requests.csv");
+    csv_.emplace(*csv_file_, tiers);
+  }
+  void add(const RequestRecord& r) {
+    summary_.add(r);
+    if (csv_) csv_->write(r);
+  }
+  RequestSummary& summary() { return summary_; }
+  void close() {
+    if (csv_file_) csv_file_->close();
+  }
+
+ private:
+  RequestSummary summary_;
+  std::optional<CheckedFile> csv_file_;
+  std::optional<RequestsCsvWriter> csv_;
+};
+
+void write_outputs(const std::string& dir, const std::vector<TimeSample>& samples,
+                   const std::vector<TransferRecord>& transfers, const std::vector<std::string>& tiers,
+                   const std::vector<std::string>& links) {
   CheckedFile series(dir + "/timeseries.csv");
   write_timeseries_csv(series, samples, links, tiers);
   series.close();
@@ -109,29 +132,45 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
       options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
   const CostModel cost = instance_cost_model(s);
 
-  std::vector<RequestRecord> records;
+  std::vector<std::string> tiers;
+  for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
+  // No request completes after the run ends, so that counting completions by the workload's window counts
+  // them by the summary's, the least of it and the run's end.
+  RequestOutputs outputs(s, tiers, workload.window_s, options.out_dir);
+  RequestLog records([&](const RequestRecord& r) { outputs.add(r); });
   std::vector<TimeSample> samples;
   ServingInstance instance(instance_config(s, !options.out_dir.empty()), cost, platform, cache,
                            *workload.driver, records);
   sg4::Host* host = engine.host_by_name("dram");
-  sg4::Actor::create("serving", host, [&] { instance.run(); });
+  std::optional<ProgressLine> progress;
+  if (options.progress)
+    progress.emplace(*options.progress, ProgressGoal{workload.requests, workload.window_s});
+  // The events so far, as the summary counts them, of the requests settled so far.
+  auto so_far = [&] {
+    const InstanceState& st = instance.state();
+    const RequestSummary& done = outputs.summary();
+    return ProgressCount{sg4::Engine::get_clock(), done.requests_added(),
+                         st.steps + st.transfers + instance.store_transfers() +
+                             static_cast<int64_t>(records.size()) + done.requests_completed()};
+  };
+  sg4::Actor::create("serving", host, [&] {
+    if (!progress) return instance.run();
+    instance.run([&] { progress->update(so_far); });
+  });
   sg4::Actor::create("sampler", host, [&] { sample(s, instance, cache, platform, samples); });
   engine.run();
+  records.close();
+  outputs.close();
   // The run ends with its last request; stores still in flight then are followed to their end for
   // transfers.csv, on a clock the summary no longer reads.
   const double end_s = sg4::Engine::get_clock();
   if (!options.out_dir.empty()) {
     sg4::Actor::create("stores", host, [&] { instance.finish_stores(); });
     engine.run();
+    write_outputs(options.out_dir, samples, instance.transfers(), tiers, platform.link_names());
   }
-
-  std::vector<std::string> tiers;
-  for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
-  if (!options.out_dir.empty())
-    write_outputs(options.out_dir, records, samples, instance.transfers(), tiers, platform.link_names());
-  double window = std::min(workload.window_s, end_s);
-  nlohmann::json summary =
-      summarise(records, tiers, platform.link_names(), platform.link_bytes(), s.slo, window);
+  nlohmann::json summary = outputs.summary().to_json(platform.link_names(), platform.link_bytes());
+  summary["window_s"] = std::min(workload.window_s, end_s);
   summary["scenario"] = s.name;
   summary["workload"] = workload.description;
   summary["simulated_s"] = end_s;
@@ -147,6 +186,9 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   summary["cache_events"] = cache_events;
   summary["gpu_busy_s"] = instance.state().busy_s;
   summary["sessions_fit"] = sessions_fit_json(s);
+  if (progress) {
+    progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});
+  }
   if (s.cost)
     summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, platform, instance.state().busy_s));
   return summary;

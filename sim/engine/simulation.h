@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/progress.h"
 #include "sim/engine/scenario.h"
 #include "sim/workload/replay.h"
 
@@ -22,6 +23,8 @@ struct SimulationOptions {
   // A closed loop's turns issued at these times instead of after each answer (build_recorded_workload):
   // kvtier validate's replay of a hardware run's arrivals. Unset: the scenario's own workload.
   std::optional<std::vector<RecordedTurn>> recorded_arrivals;
+  // Where to draw the run's progress line on stderr (progress.h); unset draws none.
+  std::optional<ProgressRow> progress;
 };
 
 // Returns the run's summary (metrics.h) with the scenario's name, simulated time and event counts.

@@ -122,17 +122,18 @@ WorkloadPlan open_loop(const WorkloadSettings& settings, const Scenario& s) {
   options.duration_s = settings.duration_s;
   std::unique_ptr<RequestStream> stream;
   if (settings.source == "agent") {
-    auto text = std::make_unique<std::stringstream>();
-    write_agent_trace(settings.agent, settings.requests, *text);
     TraceReadOptions options_native{TraceFormat::kNative, s.block_tokens, false};
-    stream = open_trace_stream(std::move(text), "generated agent trace", options_native);
+    stream = open_trace_stream(agent_trace_stream(settings.agent, settings.requests), "generated agent trace",
+                               options_native);
   } else {
     stream = open_trace(settings.trace, trace_options(settings, s));
   }
   std::ostringstream what;
   what << settings.source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
-  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
-          what.str()};
+  WorkloadPlan plan{make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
+                    what.str()};
+  if (settings.source == "agent") plan.requests = settings.requests;
+  return plan;
 }
 
 }  // namespace

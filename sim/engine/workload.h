@@ -10,6 +10,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct WorkloadPlan {
   std::unique_ptr<ReplayDriver> driver;
   double window_s = 0;  // goodput counts completions inside it; infinity for an open trace
   std::string description;
+  std::optional<int64_t> requests;  // how many the workload issues, where that is known before the run
 };
 
 // Reads and checks every key of the scenario's workload without opening a trace or generating a session

@@ -32,7 +32,7 @@ class Scheduler::EventCollector : public CacheEventSink {
 };
 
 Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache& cache, ReplayDriver& driver,
-                     ServingBackend& backend, std::vector<RequestRecord>& records, SchedulerState& state)
+                     ServingBackend& backend, RequestLog& records, SchedulerState& state)
     : config_(std::move(config)),
       cost_(cost),
       cache_(cache),
@@ -91,7 +91,6 @@ void Scheduler::take_arrivals() {
     if (*ready > now) break;
     auto seq = std::make_unique<Sequence>();
     seq->request = driver_.pop_ready();
-    seq->record = records_.size();
     RequestRecord r;
     r.id = seq->request.id;
     r.session_id = seq->request.session_id;
@@ -103,7 +102,7 @@ void Scheduler::take_arrivals() {
     r.output_tokens = seq->request.output_tokens;
     r.hit_tokens.assign(cache_.tier_count(), 0);
     r.load_wait_by_tier.assign(cache_.tier_count(), 0);
-    records_.push_back(std::move(r));
+    seq->record = records_.add(std::move(r));
     if (seq->request.input_tokens <= 0) {
       reject(*seq);  // no prompt: no step could ever produce its first token
       continue;
@@ -116,6 +115,7 @@ void Scheduler::reject(Sequence& seq) {
   RequestRecord& r = record(seq);
   r.rejected = true;
   driver_.on_complete(r.id, backend_.now());
+  records_.settle();
 }
 
 // The head of the queue, once refused, is tried again only when the cache may have room for it (its
@@ -329,6 +329,7 @@ void Scheduler::complete(Sequence& seq) {
   cache_.release(seq.admission);
   backend_.cache_released(seq.request.id);
   driver_.on_complete(seq.request.id, now);
+  records_.settle();
 }
 
 // Decode KV lives beside the cache in HBM: shrink the cache's area to what is left, preempting the newest

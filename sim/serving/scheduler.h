@@ -39,7 +39,7 @@
 #include "sim/core/breakeven.h"
 #include "sim/core/calibration.h"
 #include "sim/core/cost_model.h"
-#include "sim/serving/request_record.h"
+#include "sim/serving/request_log.h"
 #include "sim/serving/serving_backend.h"
 #include "sim/serving/step_plan.h"
 #include "sim/workload/replay.h"
@@ -75,9 +75,9 @@ struct SchedulerState {
 class Scheduler {
  public:
   // Every reference must outlive the scheduler. It receives the cache's events while it exists; a record
-  // per request is appended to `records`, and `state` is kept current.
+  // per request is added to `records` (and settled there once final), and `state` is kept current.
   Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache& cache, ReplayDriver& driver,
-            ServingBackend& backend, std::vector<RequestRecord>& records, SchedulerState& state);
+            ServingBackend& backend, RequestLog& records, SchedulerState& state);
   ~Scheduler();
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
@@ -120,7 +120,7 @@ class Scheduler {
   TieredCache& cache_;
   ReplayDriver& driver_;
   ServingBackend& backend_;
-  std::vector<RequestRecord>& records_;
+  RequestLog& records_;
   SchedulerState& state_;
   std::unique_ptr<EventCollector> events_;
   std::deque<std::unique_ptr<Sequence>> waiting_;

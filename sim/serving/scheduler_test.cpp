@@ -111,7 +111,7 @@ struct Harness {
   SchedulerConfig config;
   ListDriver driver;
   FakeBackend backend;
-  std::vector<RequestRecord> records;
+  RequestLog records;
   SchedulerState state;
   std::unique_ptr<Scheduler> scheduler;
 };
@@ -533,7 +533,7 @@ TEST(Scheduler, ABackendRepeatingItsCacheCallsHoldsEveryBlockWhereTheCacheDoes) 
   TieredCache cache(tiers);
   ListDriver driver;
   MirrorBackend backend(tiers);
-  std::vector<RequestRecord> records;
+  RequestLog records;
   SchedulerState state;
   const CostModel cost = CostModel::fixed_prefill_rate(ModelCard{}, kTokensPerS, kBytesPerToken);
   SchedulerConfig config;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <queue>
+#include <sstream>
 #include <tuple>
 
 #include "sim/core/config_files.h"
@@ -185,48 +186,88 @@ std::vector<NativeTurn> AgentSessionGenerator::next_session() {
   return out;
 }
 
-int64_t write_agent_trace(const AgentWorkload& workload, int64_t requests, std::ostream& out) {
-  // Merge the sessions' turns by arrival time; a session is drawn only once the clock reaches its start,
-  // so memory holds the open sessions, not the trace.
-  struct Open {
-    std::vector<NativeTurn> turns;
-    size_t next = 0;
-  };
-  using Entry = std::tuple<double, int64_t, size_t>;  // next arrival, session (ties), slot
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready;
-  std::vector<Open> slots;
-  std::vector<size_t> free_slots;
-  AgentSessionGenerator generator(workload);
-  std::vector<NativeTurn> upcoming = generator.next_session();
-  int64_t started = 0;
-  for (int64_t written = 0; written < requests; ++written) {
-    while (ready.empty() || upcoming.front().arrival_s <= std::get<0>(ready.top())) {
-      size_t slot = slots.size();
-      if (!free_slots.empty()) {
-        slot = free_slots.back();
-        free_slots.pop_back();
-      } else {
-        slots.emplace_back();
-      }
-      ready.emplace(upcoming.front().arrival_s, upcoming.front().session, slot);
-      slots[slot] = Open{std::move(upcoming), 0};
-      upcoming = generator.next_session();
-      ++started;
-    }
-    size_t slot = std::get<2>(ready.top());
-    ready.pop();
-    Open& open = slots[slot];
-    NativeTurn& turn = open.turns[open.next++];
-    if (written + 1 == requests) turn.last = true;
-    write_native_turn(out, turn);
-    if (open.next < open.turns.size()) {
-      ready.emplace(open.turns[open.next].arrival_s, turn.session, slot);
-    } else {
-      open.turns = {};
-      free_slots.push_back(slot);
-    }
+AgentTraceWriter::AgentTraceWriter(const AgentWorkload& workload, int64_t requests)
+    : generator_(workload), upcoming_(generator_.next_session()), requests_(requests) {}
+
+bool AgentTraceWriter::write_next(std::ostream& out) {
+  if (written_ >= requests_) return false;
+  while (ready_.empty() || upcoming_.front().arrival_s <= std::get<0>(ready_.top())) open_upcoming();
+  const size_t slot = std::get<2>(ready_.top());
+  ready_.pop();
+  Open& open = slots_[slot];
+  NativeTurn& turn = open.turns[open.next++];
+  if (++written_ == requests_) turn.last = true;
+  write_native_turn(out, turn);
+  if (open.next < open.turns.size()) {
+    ready_.emplace(open.turns[open.next].arrival_s, turn.session, slot);
+  } else {
+    open.turns = {};
+    free_slots_.push_back(slot);
   }
-  return started;
+  return true;
+}
+
+void AgentTraceWriter::open_upcoming() {
+  size_t slot = slots_.size();
+  if (!free_slots_.empty()) {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+  } else {
+    slots_.emplace_back();
+  }
+  ready_.emplace(upcoming_.front().arrival_s, upcoming_.front().session, slot);
+  slots_[slot] = Open{std::move(upcoming_), 0};
+  upcoming_ = generator_.next_session();
+  ++started_;
+}
+
+int64_t write_agent_trace(const AgentWorkload& workload, int64_t requests, std::ostream& out) {
+  AgentTraceWriter writer(workload, requests);
+  while (writer.write_next(out)) {
+  }
+  return writer.sessions_started();
+}
+
+namespace {
+
+// A stream buffer that writes the trace's next turns whenever its reader has read what it held.
+class GeneratedTraceBuffer : public std::streambuf {
+ public:
+  GeneratedTraceBuffer(const AgentWorkload& workload, int64_t requests) : writer_(workload, requests) {}
+
+ protected:
+  int_type underflow() override {
+    constexpr size_t kChunk = 64 << 10;
+    lines_.str("");
+    while (lines_.tellp() < static_cast<std::streamoff>(kChunk) && writer_.write_next(lines_)) {
+    }
+    chunk_ = lines_.str();
+    if (chunk_.empty()) return traits_type::eof();
+    setg(chunk_.data(), chunk_.data(), chunk_.data() + chunk_.size());
+    return traits_type::to_int_type(chunk_.front());
+  }
+
+ private:
+  AgentTraceWriter writer_;
+  std::ostringstream lines_;
+  std::string chunk_;
+};
+
+class GeneratedTraceStream : public std::istream {
+ public:
+  GeneratedTraceStream(const AgentWorkload& workload, int64_t requests)
+      : std::istream(nullptr), buffer_(workload, requests) {
+    rdbuf(&buffer_);
+  }
+
+ private:
+  GeneratedTraceBuffer buffer_;
+};
+
+}  // namespace
+
+std::unique_ptr<std::istream> agent_trace_stream(const AgentWorkload& workload, int64_t requests) {
+  return std::make_unique<GeneratedTraceStream>(workload, requests);
 }
 
 }  // namespace kvtier

@@ -14,8 +14,13 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <istream>
+#include <memory>
 #include <ostream>
+#include <queue>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "sim/core/config.h"
@@ -72,9 +77,38 @@ class AgentSessionGenerator {
   std::mt19937_64 arrivals_;
 };
 
-// Writes the first `requests` turns (in arrival order) of the generator's sessions as a native trace; a
-// session cut off by the limit is written up to the limit, its last turn marked. Returns the number of
-// sessions started.
+// The first `requests` turns (in arrival order) of the generator's sessions as a native trace, a turn at a
+// time; a session cut off by the limit is written up to the limit, its last turn marked. A session is
+// drawn only once the trace reaches its start, so memory holds the open sessions, not the trace.
+class AgentTraceWriter {
+ public:
+  AgentTraceWriter(const AgentWorkload& workload, int64_t requests);
+  // Writes the next turn's line; false once `requests` turns are written.
+  bool write_next(std::ostream& out);
+  int64_t sessions_started() const { return started_; }
+
+ private:
+  struct Open {
+    std::vector<NativeTurn> turns;
+    size_t next = 0;
+  };
+  using Entry = std::tuple<double, int64_t, size_t>;  // next arrival, session (ties), slot
+  void open_upcoming();
+
+  AgentSessionGenerator generator_;
+  std::vector<NativeTurn> upcoming_;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> ready_;
+  std::vector<Open> slots_;
+  std::vector<size_t> free_slots_;
+  int64_t requests_;
+  int64_t written_ = 0;
+  int64_t started_ = 0;
+};
+
+// Writes the whole trace of AgentTraceWriter; returns the number of sessions started.
 int64_t write_agent_trace(const AgentWorkload& workload, int64_t requests, std::ostream& out);
+// The same trace as a stream that writes its text as it is read: a reader of a long trace holds a chunk
+// of it at a time.
+std::unique_ptr<std::istream> agent_trace_stream(const AgentWorkload& workload, int64_t requests);
 
 }  // namespace kvtier

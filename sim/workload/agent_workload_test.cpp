@@ -183,6 +183,19 @@ TEST(WriteAgentTrace, WritesTurnsInArrivalOrderThatReadBackWithHighReuse) {
   EXPECT_LT(stats.block_hit_rate(), 0.99);
 }
 
+// The stream writes, as it is read, the bytes the writer writes at once: across its 64 KiB chunks and at
+// its end.
+TEST(WriteAgentTrace, TheStreamReadsAsTheWholeTrace) {
+  std::ostringstream whole;
+  write_agent_trace(default_agent_workload(), 5000, whole);
+  ASSERT_GT(whole.str().size(), size_t{4} * (64 << 10));
+  std::unique_ptr<std::istream> stream = agent_trace_stream(default_agent_workload(), 5000);
+  std::ostringstream read;
+  read << stream->rdbuf();
+  EXPECT_EQ(read.str(), whole.str());
+  EXPECT_EQ(stream->get(), std::char_traits<char>::eof());
+}
+
 TEST(Distribution, LognormalMedianAndClampsHold) {
   ConfigNode node = yaml("d: {dist: lognormal, median: 1000, sigma: 1.0, max: 5000}");
   Distribution d = Distribution::parse(node.child("d"));

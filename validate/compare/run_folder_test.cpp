@@ -216,15 +216,5 @@ TEST(Transfers, WriterRefusesAPathWithAComma) {
   EXPECT_THROW(write_transfers_csv(out, {{"dram,hbm", 1, 0, 1}}), std::invalid_argument);
 }
 
-// numpy.percentile([3, 1, 4, 1, 5], q): 50 -> 3, 95 -> 4.8, 10 -> 1, 99 -> 4.96.
-TEST(Stats, PercentileIsNumpyLinear) {
-  std::vector<double> v{3, 1, 4, 1, 5};
-  EXPECT_DOUBLE_EQ(percentile(v, 0.50), 3);
-  EXPECT_DOUBLE_EQ(percentile(v, 0.95), 4.8);
-  EXPECT_DOUBLE_EQ(percentile(v, 0.10), 1);
-  EXPECT_DOUBLE_EQ(percentile(v, 0.99), 4.96);
-  EXPECT_DOUBLE_EQ(percentile({7}, 0.95), 7);
-}
-
 }  // namespace
 }  // namespace kvtier::validation

@@ -7,8 +7,7 @@ namespace sg4 = simgrid::s4u;
 namespace kvtier {
 
 ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
-                                 TieredCache& cache, ReplayDriver& driver,
-                                 std::vector<RequestRecord>& records)
+                                 TieredCache& cache, ReplayDriver& driver, RequestLog& records)
     : tier_media_(std::move(config.tier_media)),
       tier_names_(std::move(config.tier_names)),
       blocking_transfers_(config.blocking_transfers),
@@ -26,8 +25,9 @@ void ServingInstance::run_step(const StepPlan& step) {
   last_step_end_ = sg4::Engine::get_clock();
 }
 
-void ServingInstance::run() {
+void ServingInstance::run(const std::function<void()>& each_iteration) {
   while (!scheduler_.finished()) {
+    if (each_iteration) each_iteration();
     stores_.pump();
     const Decision& decision = scheduler_.decide();
     if (decision.kind == Decision::Kind::kStep) {

@@ -11,6 +11,7 @@
 // cancelled by a preemption has no row), a store as the store queues log it (store_queue.h).
 #pragma once
 
+#include <functional>
 #include <simgrid/s4u.hpp>
 #include <span>
 #include <string>
@@ -41,8 +42,9 @@ struct InstanceState : SchedulerState {
 class ServingInstance : private ServingBackend {
  public:
   ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform, TieredCache& cache,
-                  ReplayDriver& driver, std::vector<RequestRecord>& records);
-  void run();  // the actor's body
+                  ReplayDriver& driver, RequestLog& records);
+  // The actor's body; `each_iteration`, if given, is called once per iteration of the engine loop.
+  void run(const std::function<void()>& each_iteration = nullptr);
   InstanceState& state() { return state_; }
   int64_t store_transfers() const { return stores_.transfers_started(); }
   // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
