@@ -3,7 +3,8 @@
 
 # kvtier_test(NAME SOURCES... LIBS libs...): a GoogleTest binary registered with CTest.
 # Tests run from the source root so that they find models/, configs/ and traces/, each test process with
-# a temporary folder of its own (sim/app/test_main.cpp).
+# a temporary folder of its own (sim/app/test_main.cpp). A test that hangs fails after 300 s instead of
+# holding the run (the slowest, under the sanitizers, take a few seconds).
 function(kvtier_test name)
   if(NOT KVTIER_TESTS)
     return()
@@ -11,7 +12,7 @@ function(kvtier_test name)
   cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} kvtier_app kvtier_test_main GTest::gtest)
-  gtest_discover_tests(${name} WORKING_DIRECTORY ${KVTIER_SOURCE_DIR} DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} WORKING_DIRECTORY ${KVTIER_SOURCE_DIR} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 300)
 endfunction()
 
 # kvtier_benchmark(NAME SOURCES... LIBS libs...): a Google Benchmark binary (not run by CTest).

@@ -99,6 +99,24 @@ TEST(Simulation, TtftOfADramHitIsLoadPlusPrefillByHand) {
   EXPECT_NEAR(ttft, load + prefill_by_hand(8192, 512), 1e-6);
 }
 
+// C's load reads from DRAM and from NVMe at once, and nothing else is left to do: the run waits for the
+// NVMe part after the DRAM part has landed, and must move on (a wait that held the landed copy returned at
+// once, forever, on the same clock).
+TEST(Simulation, ALoadFromTwoTiersIsWaitedForToItsEnd) {
+  std::string trace = temp_file("kvtier_sim_two_tiers.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
+                                                                  mooncake_line(100000, 20 * 512, 100, 20) +
+                                                                  mooncake_line(200000, 17 * 512, 1, 16, 17));
+  std::string yaml = one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}", "61.92GB",
+                                      "    - {medium: nvme, kv: bf16, capacity: 1TiB}\n");
+  yaml.replace(yaml.find("capacity: 1TiB"), 14, "capacity: 256MiB");  // DRAM: 4 blocks
+  nlohmann::json summary = run(scenario_from(yaml));
+  ASSERT_EQ(summary["requests_completed"], 3);
+  // C finds 10 blocks in HBM and the 6 evicted ones split between DRAM (the 4 it holds) and NVMe.
+  const nlohmann::json& hits = summary["hit_rate_tokens"];
+  EXPECT_EQ(hits[1]["tokens"], 4 * 512);
+  EXPECT_EQ(hits[2]["tokens"], 2 * 512);
+}
+
 // A calibration of Llama-3.1-8B's serving terms, with `power` where given.
 std::string serving_calibration(const std::string& name, const std::string& power) {
   const std::string serving = R"("model": "Llama-3.1-8B", "step_overhead_s": 0.001, "linear_mfu": 0.8,

@@ -41,12 +41,20 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
   }
 }
 
-// Until the next arrival or until any load or store ends; false when there is neither to wait for.
+// Until the next arrival or until any load or store ends; false when there is neither to wait for. Only
+// the copies still moving are waited on: a load or a store batch of several copies is not over while one
+// of them moves, and a wait that held a copy already landed would return at once, on the same clock, and
+// the loop would never end.
 bool ServingInstance::wait_for_work(const Decision& decision) {
-  std::vector<sg4::CommPtr> pending = stores_.in_flight();
+  std::vector<sg4::CommPtr> pending;
+  auto add_moving = [&](const std::vector<sg4::CommPtr>& comms) {
+    for (const sg4::CommPtr& c : comms) {
+      if (!c->test()) pending.push_back(c);
+    }
+  };
+  add_moving(stores_.in_flight());
   for (LoadHandle load : decision.awaited_loads) {
-    for (const LoadPart& part : loads_.at(load).parts)
-      pending.insert(pending.end(), part.comms.begin(), part.comms.end());
+    for (const LoadPart& part : loads_.at(load).parts) add_moving(part.comms);
   }
   const std::optional<double>& next = decision.next_arrival_s;
   if (pending.empty()) {
