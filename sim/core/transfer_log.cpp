@@ -1,6 +1,5 @@
 #include "sim/core/transfer_log.h"
 
-#include <algorithm>
 #include <charconv>
 #include <stdexcept>
 
@@ -20,23 +19,51 @@ std::string transfer_path(const std::string& from_tier, const std::string& to_ti
   return from_tier + "->" + to_tier;
 }
 
-void write_transfers_csv(std::ostream& out, std::vector<TransferRecord> transfers) {
-  std::stable_sort(transfers.begin(), transfers.end(),
-                   [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
-  out << kTransfersHeader << '\n';
-  for (const TransferRecord& t : transfers) {
-    if (t.path.empty() || t.path.find_first_of(",\"\r\n") != std::string::npos) {
-      throw std::invalid_argument("transfer path '" + t.path +
-                                  "': expected a name without commas, quotes or line breaks");
-    }
-    out << t.path << ',';
-    write_number(out, t.bytes);
-    out << ',';
-    write_number(out, t.start_s);
-    out << ',';
-    write_number(out, t.end_s);
-    out << '\n';
+bool TransfersCsvWriter::StartsLater::operator()(const Held& a, const Held& b) const {
+  if (a.transfer.start_s != b.transfer.start_s) return a.transfer.start_s > b.transfer.start_s;
+  return a.order > b.order;
+}
+
+TransfersCsvWriter::TransfersCsvWriter(std::ostream& out) : out_(out) {
+  out_ << kTransfersHeader << '\n';
+}
+
+void TransfersCsvWriter::add(TransferRecord transfer) {
+  if (transfer.path.empty() || transfer.path.find_first_of(",\"\r\n") != std::string::npos) {
+    throw std::invalid_argument("transfer path '" + transfer.path +
+                                "': expected a name without commas, quotes or line breaks");
   }
+  held_.push({std::move(transfer), added_++});
+}
+
+void TransfersCsvWriter::write_started_by(double horizon_s) {
+  while (!held_.empty() && held_.top().transfer.start_s <= horizon_s) {
+    write_row(held_.top().transfer);
+    held_.pop();
+  }
+}
+
+void TransfersCsvWriter::close() {
+  while (!held_.empty()) {
+    write_row(held_.top().transfer);
+    held_.pop();
+  }
+}
+
+void TransfersCsvWriter::write_row(const TransferRecord& t) {
+  out_ << t.path << ',';
+  write_number(out_, t.bytes);
+  out_ << ',';
+  write_number(out_, t.start_s);
+  out_ << ',';
+  write_number(out_, t.end_s);
+  out_ << '\n';
+}
+
+void write_transfers_csv(std::ostream& out, std::vector<TransferRecord> transfers) {
+  TransfersCsvWriter writer(out);
+  for (TransferRecord& t : transfers) writer.add(std::move(t));
+  writer.close();
 }
 
 }  // namespace kvtier

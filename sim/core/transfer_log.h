@@ -15,7 +15,9 @@
 // the same double, so sums of bytes compare exactly.
 #pragma once
 
+#include <cstdint>
 #include <ostream>
+#include <queue>
 #include <string>
 #include <vector>
 
@@ -36,8 +38,37 @@ struct TransferRecord {
 // "<from>-><to>", the path of a copy between two named tiers.
 std::string transfer_path(const std::string& from_tier, const std::string& to_tier);
 
-// Writes the header and the rows sorted by start_s (stable: transfers that start together keep their
-// order). Throws std::invalid_argument for a path holding a comma, a quote or a line break, or empty.
+// Writes transfers.csv as a run goes. Transfers are added as they end, which is not the order they
+// started in: each is held until the run says that no transfer added later can start before it
+// (write_started_by), and the rows come out sorted by start_s, transfers that start together in the order
+// they were added. Throws std::invalid_argument for a path holding a comma, a quote or a line break, or
+// empty.
+class TransfersCsvWriter {
+ public:
+  explicit TransfersCsvWriter(std::ostream& out);  // writes the header
+  void add(TransferRecord transfer);
+  // Writes every held transfer that started at or before `horizon_s`. REQUIRES: no transfer added from
+  // now on starts before horizon_s.
+  void write_started_by(double horizon_s);
+  void close();  // writes every transfer still held
+  size_t held() const { return held_.size(); }
+
+ private:
+  struct Held {
+    TransferRecord transfer;
+    uint64_t order;
+  };
+  struct StartsLater {
+    bool operator()(const Held& a, const Held& b) const;
+  };
+  void write_row(const TransferRecord& t);
+
+  std::ostream& out_;
+  std::priority_queue<Held, std::vector<Held>, StartsLater> held_;
+  uint64_t added_ = 0;
+};
+
+// All of `transfers` through a TransfersCsvWriter.
 void write_transfers_csv(std::ostream& out, std::vector<TransferRecord> transfers);
 
 }  // namespace kvtier

@@ -178,20 +178,28 @@ void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& rec
   for (const RequestRecord& r : records) writer.write(r);
 }
 
-void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
-                          const std::vector<std::string>& link_names,
-                          const std::vector<std::string>& tier_names) {
+TimeseriesCsvWriter::TimeseriesCsvWriter(std::ostream& out, const std::vector<std::string>& link_names,
+                                         const std::vector<std::string>& tier_names)
+    : out_(out) {
   out << "time_s,hbm_used_bytes,hbm_cache_bytes,queued,running";
   for (const std::string& l : link_names) out << ",util_" << l;
   for (const std::string& t : tier_names) out << ",hit_rate_" << t;
   out << '\n' << std::setprecision(9);
-  for (const TimeSample& s : samples) {
-    out << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ','
-        << s.running;
-    for (double u : s.link_utilisation) out << ',' << u;
-    for (double h : s.tier_hit_rate) out << ',' << h;
-    out << '\n';
-  }
+}
+
+void TimeseriesCsvWriter::write(const TimeSample& s) {
+  out_ << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ','
+       << s.running;
+  for (double u : s.link_utilisation) out_ << ',' << u;
+  for (double h : s.tier_hit_rate) out_ << ',' << h;
+  out_ << '\n';
+}
+
+void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
+                          const std::vector<std::string>& link_names,
+                          const std::vector<std::string>& tier_names) {
+  TimeseriesCsvWriter writer(out, link_names, tier_names);
+  for (const TimeSample& s : samples) writer.write(s);
 }
 
 TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState& state) {

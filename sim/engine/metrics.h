@@ -108,6 +108,17 @@ class RequestsCsvWriter {
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
                         const std::vector<std::string>& tier_names);
+// timeseries.csv, a row per sample as it is taken: the header at construction.
+class TimeseriesCsvWriter {
+ public:
+  TimeseriesCsvWriter(std::ostream& out, const std::vector<std::string>& link_names,
+                      const std::vector<std::string>& tier_names);
+  void write(const TimeSample& s);
+
+ private:
+  std::ostream& out_;
+};
+
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
                           const std::vector<std::string>& link_names,
                           const std::vector<std::string>& tier_names);

@@ -3,6 +3,8 @@
 #include <xbt/log.h>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <simgrid/s4u.hpp>
 
 #include "sim/core/checked_file.h"
@@ -16,8 +18,8 @@ namespace sg4 = simgrid::s4u;
 namespace kvtier {
 namespace {
 
-InstanceConfig instance_config(const Scenario& s, bool log_transfers) {
-  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers, log_transfers};
+InstanceConfig instance_config(const Scenario& s) {
+  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
   for (const TierSpec& tier : s.tiers) {
     c.tier_media.push_back(tier.medium);
     c.tier_names.push_back(tier.name);
@@ -43,7 +45,7 @@ HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
 // utilisation is its mean over the interval: the bytes it carried since the previous sample over what its
 // bandwidth could have carried.
 void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, Platform& platform,
-            std::vector<TimeSample>& samples) {
+            const std::function<void(const TimeSample&)>& taken) {
   sg4::Actor::self()->daemonize();
   std::vector<double> before = platform.carried_bytes();
   double since = sg4::Engine::get_clock();
@@ -59,47 +61,32 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
     }
     before = std::move(carried);
     since = now;
-    samples.push_back(std::move(t));
+    taken(t);
   }
 }
 
-// The per-request figures as each request is final: into the summary, and into requests.csv when the run
-// writes a folder (opened before the run, written as it goes).
-class RequestOutputs {
- public:
-  RequestOutputs(const Scenario& s, const std::vector<std::string>& tiers, double window_s,
-                 const std::string& dir)
-      : summary_(tiers, s.slo, window_s) {
-    if (dir.empty()) return;
-    create_checked_folder(dir);
-    csv_file_.emplace(dir + "/requests.csv");
-    csv_.emplace(*csv_file_, tiers);
-  }
-  void add(const RequestRecord& r) {
-    summary_.add(r);
-    if (csv_) csv_->write(r);
-  }
-  RequestSummary& summary() { return summary_; }
+// The CSVs of a run with an output folder (which exists), opened before it starts and written as it goes.
+struct RunFiles {
+  RunFiles(const std::string& dir, const std::vector<std::string>& tiers,
+           const std::vector<std::string>& links)
+      : requests_file(dir + "/requests.csv"),
+        series_file(dir + "/timeseries.csv"),
+        transfers_file(dir + "/" + kTransfersFile),
+        requests(requests_file, tiers),
+        series(series_file, links, tiers),
+        transfers(transfers_file) {}
   void close() {
-    if (csv_file_) csv_file_->close();
+    transfers.close();
+    requests_file.close();
+    series_file.close();
+    transfers_file.close();
   }
 
- private:
-  RequestSummary summary_;
-  std::optional<CheckedFile> csv_file_;
-  std::optional<RequestsCsvWriter> csv_;
+  CheckedFile requests_file, series_file, transfers_file;
+  RequestsCsvWriter requests;
+  TimeseriesCsvWriter series;
+  TransfersCsvWriter transfers;
 };
-
-void write_outputs(const std::string& dir, const std::vector<TimeSample>& samples,
-                   const std::vector<TransferRecord>& transfers, const std::vector<std::string>& tiers,
-                   const std::vector<std::string>& links) {
-  CheckedFile series(dir + "/timeseries.csv");
-  write_timeseries_csv(series, samples, links, tiers);
-  series.close();
-  CheckedFile transfers_csv(dir + "/" + kTransfersFile);
-  write_transfers_csv(transfers_csv, transfers);
-  transfers_csv.close();
-}
 
 // What the run did that its price and energy depend on (run_cost.h).
 RunUsage run_usage(const nlohmann::json& summary, const Platform& platform, double busy_s) {
@@ -134,13 +121,21 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
 
   std::vector<std::string> tiers;
   for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
-  // No request completes after the run ends, so that counting completions by the workload's window counts
-  // them by the summary's, the least of it and the run's end.
-  RequestOutputs outputs(s, tiers, workload.window_s, options.out_dir);
-  RequestLog records([&](const RequestRecord& r) { outputs.add(r); });
-  std::vector<TimeSample> samples;
-  ServingInstance instance(instance_config(s, !options.out_dir.empty()), cost, platform, cache,
-                           *workload.driver, records);
+  std::unique_ptr<RunFiles> files;
+  if (!options.out_dir.empty()) {
+    create_checked_folder(options.out_dir);
+    files = std::make_unique<RunFiles>(options.out_dir, tiers, platform.link_names());
+  }
+  // Each request's figures as soon as it and every earlier one are final. No request completes after the
+  // run ends, so that counting completions by the workload's window counts them by the summary's, the
+  // least of it and the run's end.
+  RequestSummary request_summary(tiers, s.slo, workload.window_s);
+  RequestLog records([&](const RequestRecord& r) {
+    request_summary.add(r);
+    if (files) files->requests.write(r);
+  });
+  ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records,
+                           files ? &files->transfers : nullptr);
   sg4::Host* host = engine.host_by_name("dram");
   std::optional<ProgressLine> progress;
   if (options.progress)
@@ -148,7 +143,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   // The events so far, as the summary counts them, of the requests settled so far.
   auto so_far = [&] {
     const InstanceState& st = instance.state();
-    const RequestSummary& done = outputs.summary();
+    const RequestSummary& done = request_summary;
     return ProgressCount{sg4::Engine::get_clock(), done.requests_added(),
                          st.steps + st.transfers + instance.store_transfers() +
                              static_cast<int64_t>(records.size()) + done.requests_completed()};
@@ -157,19 +152,22 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
     if (!progress) return instance.run();
     instance.run([&] { progress->update(so_far); });
   });
-  sg4::Actor::create("sampler", host, [&] { sample(s, instance, cache, platform, samples); });
+  sg4::Actor::create("sampler", host, [&] {
+    sample(s, instance, cache, platform, [&](const TimeSample& t) {
+      if (files) files->series.write(t);
+    });
+  });
   engine.run();
   records.close();
-  outputs.close();
   // The run ends with its last request; stores still in flight then are followed to their end for
   // transfers.csv, on a clock the summary no longer reads.
   const double end_s = sg4::Engine::get_clock();
-  if (!options.out_dir.empty()) {
+  if (files) {
     sg4::Actor::create("stores", host, [&] { instance.finish_stores(); });
     engine.run();
-    write_outputs(options.out_dir, samples, instance.transfers(), tiers, platform.link_names());
+    files->close();
   }
-  nlohmann::json summary = outputs.summary().to_json(platform.link_names(), platform.link_bytes());
+  nlohmann::json summary = request_summary.to_json(platform.link_names(), platform.link_bytes());
   summary["window_s"] = std::min(workload.window_s, end_s);
   summary["scenario"] = s.name;
   summary["workload"] = workload.description;

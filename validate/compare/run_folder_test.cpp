@@ -3,11 +3,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <limits>
+#include <random>
 #include <sstream>
 
-#include "validate/compare/compare_test_support.h"
 #include "sim/core/config.h"
+#include "validate/compare/compare_test_support.h"
 #include "validate/compare/csv_table.h"
 #include "validate/compare/stats.h"
 
@@ -192,6 +195,48 @@ TEST(Transfers, WriterSortsByStartAndReaderReadsItBack) {
 // The simulator's times are arbitrary doubles and its byte counts can pass 10^12: each number is written
 // so that it reads back as the same double (0.1 + 0.2 is 0.30000000000000004, not 0.3), so that sums of
 // bytes compare exactly and no time is rounded.
+// A run adds transfers as they end and writes those started by a horizon it knows (no later transfer
+// starts before it): the file is the one written from every transfer at once, sorted by start, ties in
+// the order added.
+TEST(Transfers, WritingAsTheRunGoesGivesTheSortedFile) {
+  std::mt19937_64 random(4);
+  std::vector<TransferRecord> ended;  // in the order they end
+  std::vector<TransferRecord> moving;
+  for (int step = 0; step < 2000; ++step) {
+    const double now = step * 0.5;
+    for (int k = 0; k < 3; ++k) {  // three start at every step, some together
+      if (random() % 2) moving.push_back({"dram->hbm", double(random() % 9), now, 0});
+    }
+    std::shuffle(moving.begin(), moving.end(), random);
+    while (!moving.empty() && random() % 3 == 0) {  // some end, in any order
+      moving.back().end_s = now + 0.25;
+      ended.push_back(moving.back());
+      moving.pop_back();
+    }
+  }
+  for (TransferRecord& t : moving) ended.push_back(t);
+  std::ostringstream at_once;
+  write_transfers_csv(at_once, ended);
+
+  std::ostringstream as_it_goes;
+  TransfersCsvWriter writer(as_it_goes);
+  size_t written_by_horizon = 0;
+  for (size_t i = 0; i < ended.size(); ++i) {
+    writer.add(ended[i]);
+    // The horizon: the earliest start among those not added yet.
+    double horizon = std::numeric_limits<double>::infinity();
+    for (size_t j = i + 1; j < ended.size(); ++j) horizon = std::min(horizon, ended[j].start_s);
+    if (i % 97 == 0) {
+      const size_t before = writer.held();
+      writer.write_started_by(horizon);
+      written_by_horizon += before - writer.held();
+    }
+  }
+  writer.close();
+  EXPECT_GT(written_by_horizon, ended.size() / 4);
+  EXPECT_EQ(as_it_goes.str(), at_once.str());
+}
+
 TEST(Transfers, NumbersReadBackExactly) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-validate-transfers-exact.csv";
   const double start = 0.1 + 0.2, end = 1.0 / 3, bytes = 123456789012345;

@@ -5,15 +5,23 @@
 namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
+namespace {
+
+// transfers.csv's rows are written whenever this many more wait for the transfers that started before
+// them.
+constexpr size_t kTransfersWrittenEvery = 4096;
+
+}  // namespace
 
 ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
-                                 TieredCache& cache, ReplayDriver& driver, RequestLog& records)
+                                 TieredCache& cache, ReplayDriver& driver, RequestLog& records,
+                                 TransfersCsvWriter* transfers)
     : tier_media_(std::move(config.tier_media)),
       tier_names_(std::move(config.tier_names)),
       blocking_transfers_(config.blocking_transfers),
-      log_transfers_(config.log_transfers),
       platform_(platform),
-      stores_(platform, log_transfers_ ? &transfers_ : nullptr),
+      transfers_(transfers),
+      stores_(platform, transfers),
       heat_(cost.throttle().value_or(PowerThrottle{})),
       scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
 
@@ -28,6 +36,7 @@ void ServingInstance::run_step(const StepPlan& step) {
 void ServingInstance::run(const std::function<void()>& each_iteration) {
   while (!scheduler_.finished()) {
     if (each_iteration) each_iteration();
+    if (transfers_ && transfers_->held() >= write_transfers_at_) write_started_transfers();
     stores_.pump();
     const Decision& decision = scheduler_.decide();
     if (decision.kind == Decision::Kind::kStep) {
@@ -85,6 +94,15 @@ void ServingInstance::settle_transfers() {
   }
 }
 
+// No transfer logged from now on starts before the loads and store batches in flight did, nor before now
+// (a store still queued starts when its batch does).
+void ServingInstance::write_started_transfers() {
+  double horizon = std::min(now(), stores_.earliest_start_in_flight());
+  for (const auto& [handle, load] : loads_) horizon = std::min(horizon, load.start_s);
+  transfers_->write_started_by(horizon);
+  write_transfers_at_ = transfers_->held() + kTransfersWrittenEvery;
+}
+
 double ServingInstance::now() const {
   return sg4::Engine::get_clock();
 }
@@ -108,11 +126,11 @@ bool ServingInstance::load_done(LoadHandle handle) {
     if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       return false;
   }
-  if (log_transfers_) {
+  if (transfers_) {
     for (const LoadPart& part : load.parts) {
       double landed = load.start_s;
       for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
-      transfers_.push_back(
+      transfers_->add(
           {transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s, landed});
     }
   }

@@ -30,8 +30,7 @@ namespace kvtier {
 struct InstanceConfig : SchedulerConfig {
   std::vector<Medium> tier_media;        // where each cache tier lives
   std::vector<std::string> tier_names;  // the cache's names of the tiers, for transfers.csv
-  bool blocking_transfers = false;       // instance.transfers: blocking
-  bool log_transfers = true;             // keep every transfer for transfers.csv
+  bool blocking_transfers = false;      // instance.transfers: blocking
 };
 
 // What the sampler reads while the instance runs.
@@ -41,8 +40,9 @@ struct InstanceState : SchedulerState {
 
 class ServingInstance : private ServingBackend {
  public:
+  // Every load and store goes to `transfers` (none when null) as it lands.
   ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform, TieredCache& cache,
-                  ReplayDriver& driver, RequestLog& records);
+                  ReplayDriver& driver, RequestLog& records, TransfersCsvWriter* transfers);
   // The actor's body; `each_iteration`, if given, is called once per iteration of the engine loop.
   void run(const std::function<void()>& each_iteration = nullptr);
   InstanceState& state() { return state_; }
@@ -50,9 +50,6 @@ class ServingInstance : private ServingBackend {
   // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
   // run after run() has ended.
   void finish_stores() { stores_.finish_in_flight(); }
-  // Every load and store that has landed, in the order they were seen to land (none without
-  // log_transfers).
-  const std::vector<TransferRecord>& transfers() const { return transfers_; }
 
  private:
   double now() const override;
@@ -62,6 +59,7 @@ class ServingInstance : private ServingBackend {
   void start_store(int from_tier, int to_tier, double bytes) override;
   bool wait_for_work(const Decision& decision);
   void settle_transfers();
+  void write_started_transfers();
   void run_step(const StepPlan& step);
 
   // The part of a load that one lower tier sends.
@@ -78,10 +76,10 @@ class ServingInstance : private ServingBackend {
   std::vector<Medium> tier_media_;
   std::vector<std::string> tier_names_;
   bool blocking_transfers_;
-  bool log_transfers_;
   Platform& platform_;
   InstanceState state_;
-  std::vector<TransferRecord> transfers_;
+  TransfersCsvWriter* transfers_;
+  size_t write_transfers_at_ = 0;  // held rows of transfers_ that call for a write
   StoreQueues stores_;  // demotions and write-throughs, nobody waits for them
   std::unordered_map<LoadHandle, Load> loads_;
   LoadHandle next_load_ = 0;

@@ -1,6 +1,7 @@
 #include "sim/engine/simgrid/store_queue.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace sg4 = simgrid::s4u;
 
@@ -29,7 +30,7 @@ void StoreQueues::finish(Path& path) {
   for (const sg4::CommPtr& c : path.comms) landed = std::max(landed, c->get_finish_time());
   for (TransferRecord& store : path.moving) {
     store.end_s = landed;
-    log_->push_back(std::move(store));
+    log_->add(std::move(store));
   }
   path.moving.clear();
   path.comms.clear();
@@ -57,6 +58,14 @@ std::vector<sg4::CommPtr> StoreQueues::in_flight() const {
   std::vector<sg4::CommPtr> out;
   for (const auto& [key, path] : paths_) out.insert(out.end(), path.comms.begin(), path.comms.end());
   return out;
+}
+
+double StoreQueues::earliest_start_in_flight() const {
+  double earliest = std::numeric_limits<double>::infinity();
+  for (const auto& [key, path] : paths_) {
+    if (!path.moving.empty()) earliest = std::min(earliest, path.moving.front().start_s);
+  }
+  return earliest;
 }
 
 double StoreQueues::queued_bytes() const {

@@ -26,8 +26,8 @@ namespace kvtier {
 
 class StoreQueues {
  public:
-  // Finished stores are appended to `log`; with none, stores are not kept one by one.
-  StoreQueues(Platform& platform, std::vector<TransferRecord>* log) : platform_(platform), log_(log) {}
+  // Finished stores are added to `log`; with none, stores are not kept one by one.
+  StoreQueues(Platform& platform, TransfersCsvWriter* log) : platform_(platform), log_(log) {}
 
   // Queues `bytes` for the path between the media; `tier_path` names the store in transfers.csv. Starts a
   // transfer at once if the path is idle.
@@ -41,6 +41,9 @@ class StoreQueues {
   // Transfers in flight, for an idle engine to wait on.
   std::vector<simgrid::s4u::CommPtr> in_flight() const;
   double queued_bytes() const;
+  // When the earliest batch in flight started (infinity with none): no store logged from now on started
+  // before it.
+  double earliest_start_in_flight() const;
   int64_t transfers_started() const { return started_; }
 
  private:
@@ -55,7 +58,7 @@ class StoreQueues {
   void finish(Path& path);
 
   Platform& platform_;
-  std::vector<TransferRecord>* log_;
+  TransfersCsvWriter* log_;
   std::map<std::pair<Medium, Medium>, Path> paths_;
   int64_t started_ = 0;
 };
