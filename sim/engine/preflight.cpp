@@ -7,23 +7,22 @@
 #include <limits>
 #include <sstream>
 
-#include "sim/core/cost_model.h"
 #include "sim/core/config_files.h"
-#include "sim/workload/trace_input.h"
+#include "sim/core/cost_model.h"
+#include "sim/core/quantiles.h"
 #include "sim/engine/workload.h"
+#include "sim/workload/trace_input.h"
 
 namespace kvtier {
 namespace {
 
-// Bytes per item of what a run keeps to its end, with room for allocator overhead and the copies
-// summarise() sorts: a time-series sample (a few tiers and links), a request's record, a block the cache
-// tracks.
-constexpr double kBytesPerSample = sizeof(TimeSample) + 16 * sizeof(double) + 64;
-constexpr double kBytesPerRecord = sizeof(RequestRecord) + 8 * sizeof(int64_t) + 64;
+// Bytes per item of what a run keeps to its end: a request's latencies (TTFT, TPOT, end-to-end), kept
+// exactly for the first LatencyQuantiles::kExactLimit requests and sketched after them; a block the
+// cache tracks. Samples, records and transfers are written to the output folder as the run goes.
+constexpr double kBytesPerRequest = 3 * sizeof(double);
 constexpr double kBytesPerCachedBlock = 96;
-// Generated sessions drawn to learn their size, and generated turns written to learn a line's length.
+// Generated sessions drawn to learn their size.
 constexpr int kSampledSessions = 16;
-constexpr int64_t kSampledTurns = 512;
 
 // The workload keys that size a run, with the defaults of workload.cpp.
 struct WorkloadKeys {
@@ -68,7 +67,7 @@ struct Shape {
   double work_steps = 0;  // per request: prefill chunks + output tokens, the fewest steps it takes
   double blocks = 0;      // per request
   double cycle_s = 0;     // per turn of a session: its pause plus its output at the shortest step
-  double held_bytes = 0;  // what the workload holds in memory: sessions, a generated trace
+  double held_bytes = 0;  // what the workload holds in memory: its sessions
   double simulated_s = 0;
 
   void add(const Request& r, const Scenario& s, double min_step_s) {
@@ -152,15 +151,6 @@ Shape open_loop_shape(const Scenario& s, double min_step_s) {
   return shape;
 }
 
-// Bytes of the trace an open-loop agent workload writes in memory before it runs, from a sample.
-double generated_trace_bytes(const Scenario& s, int64_t requests) {
-  std::ostringstream sample;
-  int64_t sampled = std::min(requests, kSampledTurns);
-  write_agent_trace(agent_of(*s.workload, s.seed), sampled, sample);
-  return static_cast<double>(sample.str().size()) / static_cast<double>(sampled) *
-         static_cast<double>(requests);
-}
-
 // A step of one decode token with no context: the cheapest the cost model prices.
 double shortest_step_s(const Scenario& s) {
   StepWork one_token;
@@ -200,10 +190,8 @@ bool interval_is_the_cause(const RunEstimate& e, double rest, double limit) {
 }
 
 void check_estimate(const Scenario& s, const WorkloadKeys& k, const RunEstimate& e, const Shape& shape,
-                    double cache_bytes, const std::optional<Budget>& budget) {
+                    const std::optional<Budget>& budget) {
   std::string run = count(e.requests) + " requests over up to " + count(e.steps) + " engine steps";
-  std::string sampling = format_duration(s.sample_interval_s) + " over " + format_duration(e.simulated_s) +
-                         " of simulated time is about " + count(e.samples) + " time-series samples";
   if (e.events() > kMaxEvents) {
     std::string what = "about " + count(e.events()) + " events (" + count(e.samples) + " samples, " + run +
                        "), more than the " + count(kMaxEvents) +
@@ -211,15 +199,8 @@ void check_estimate(const Scenario& s, const WorkloadKeys& k, const RunEstimate&
     fail_at(s, interval_is_the_cause(e, e.events() - e.samples, kMaxEvents) ? "sample_interval" : work_key(k),
             what);
   }
-  double samples_bytes = e.samples * kBytesPerSample;
-  double records_bytes = e.requests * kBytesPerRecord + cache_bytes;
   if (!budget || e.bytes <= budget->limit_bytes) return;
-  double other_bytes = e.bytes - samples_bytes;
-  if (samples_bytes >= records_bytes && samples_bytes >= shape.held_bytes &&
-      interval_is_the_cause(e, other_bytes / kBytesPerSample, budget->limit_bytes / kBytesPerSample)) {
-    fail_at(s, "sample_interval", sampling + ", which " + over_memory(e.bytes, *budget));
-  }
-  if (shape.held_bytes >= records_bytes) {
+  if (shape.held_bytes >= e.bytes - shape.held_bytes) {
     fail_at(s, "workload.sessions",
             count(static_cast<double>(k.sessions)) + " sessions in flight " + over_memory(e.bytes, *budget));
   }
@@ -256,17 +237,16 @@ RunEstimate preflight(const Scenario& s, const PreflightOptions& options) {
                 shape.held_bytes, budget);
     build_workload(s);  // every other workload key, checked here rather than in the child
   } else {
-    if (!keys.from_trace) {
-      int64_t requests = s.workload->integer("requests", 1);
-      if (requests > 0) {
-        shape.held_bytes = generated_trace_bytes(s, requests);
-        check_bytes(s, "workload.requests", count(static_cast<double>(requests)) + " generated requests",
-                    shape.held_bytes, budget);
-      }
+    // A generated trace is drawn as the run reads it and holds nothing, but drawing it here to learn its
+    // shape takes time: its events are bounded by its count first.
+    const double requests = static_cast<double>(s.workload->integer("requests", 1));
+    if (!keys.from_trace && !options.allow_huge && 2 * requests > kMaxEvents) {
+      fail_at(s, "workload.requests",
+              count(requests) + " generated requests are at least " + count(2 * requests) +
+                  " events (an arrival and a completion each), more than the " + count(kMaxEvents) +
+                  " an hour and a half of simulation handles; pass --allow-huge to run anyway");
     }
-    double generated = shape.held_bytes;
     shape = open_loop_shape(s, min_step_s);
-    shape.held_bytes = generated;
   }
   RunEstimate e;
   e.simulated_s = shape.simulated_s;
@@ -276,8 +256,9 @@ RunEstimate preflight(const Scenario& s, const PreflightOptions& options) {
   double tier_blocks = 0;
   for (const TierSpec& t : s.tiers) tier_blocks += static_cast<double>(t.capacity_blocks());
   double cache_bytes = std::min(tier_blocks, shape.requests * shape.blocks) * kBytesPerCachedBlock;
-  e.bytes = e.samples * kBytesPerSample + e.requests * kBytesPerRecord + shape.held_bytes + cache_bytes;
-  if (!options.allow_huge) check_estimate(s, keys, e, shape, cache_bytes, budget);
+  const double latencies_kept = std::min(e.requests, static_cast<double>(LatencyQuantiles::kExactLimit));
+  e.bytes = latencies_kept * kBytesPerRequest + shape.held_bytes + cache_bytes;
+  if (!options.allow_huge) check_estimate(s, keys, e, shape, budget);
   return e;
 }
 
