@@ -5,7 +5,10 @@
 //    (target: under 5 s), with events per second (target: over 500,000);
 //  - growth with the trace's length: the Mooncake sample replayed 1, 4 and 16 times end to end, and the
 //    synthetic agent trace at 2,000, 8,000 and 32,000 requests, on the H200 scenario. Each reports events
-//    and requests per CPU-second of the simulating process and its peak resident memory.
+//    and requests per CPU-second of the simulating process and its peak resident memory;
+//  - memory with the trace's length: the Mooncake sample replayed 1, 4 and 16 times with the same block
+//    ids, at 0.3x its rate (the H200 keeps up, so the queue stays short), writing its output folder as
+//    `kvtier simulate` does. Its peak memory should not grow with the copies.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -30,12 +33,14 @@ namespace {
 const char* kMooncakeSample = "traces/mooncake-conversation-first2000.jsonl";
 
 // Runs the scenario in a child process and counts per CPU-second of that child.
-void run_and_count(benchmark::State& state, const Scenario& scenario) {
+void run_and_count(benchmark::State& state, const Scenario& scenario, const std::string& out_dir = "") {
   nlohmann::json result;
   for (auto _ : state) {
     result = run_isolated([&] {
       const double cpu_before = process_usage().cpu_s;
-      nlohmann::json summary = simulate(scenario, {});
+      SimulationOptions options;
+      options.out_dir = out_dir;
+      nlohmann::json summary = simulate(scenario, options);
       const ProcessUsage after = process_usage();
       return nlohmann::json{{"events", summary["events"]},
                             {"cache_events", summary["cache_events"]},
@@ -66,9 +71,10 @@ bool have_sample(benchmark::State& state) {
   return false;
 }
 
-Scenario h200_on_trace(const std::string& trace) {
+Scenario h200_on_trace(const std::string& trace, double rate = 1) {
   ConfigNode root = load_config("h200-llama8b", "configs/scenarios");
-  root.set("workload", "{loop: open, source: trace, trace: " + trace + "}");
+  root.set("workload",
+           "{loop: open, source: trace, trace: " + trace + ", rate: " + std::to_string(rate) + "}");
   return parse_scenario(root);
 }
 
@@ -88,9 +94,9 @@ void BM_ClosedLoop256Sessions20Minutes(benchmark::State& state) {
 BENCHMARK(BM_ClosedLoop256Sessions20Minutes)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 // The sample `copies` times over, each copy after the last (arrivals shifted by the sample's span plus a
-// second) with its block ids moved past every id before it, so a copy is new traffic with the sample's
-// statistics rather than a replay of cached prefixes.
-void write_repeated_sample(const std::filesystem::path& out, int copies) {
+// second). With new_ids, each copy's block ids move past every id before it, so a copy is new traffic with
+// the sample's statistics rather than a replay of cached prefixes.
+void write_repeated_sample(const std::filesystem::path& out, int copies, bool new_ids) {
   std::vector<Request> requests;
   std::unique_ptr<RequestStream> sample = open_trace(kMooncakeSample, TraceReadOptions{});
   double span_s = 0;
@@ -104,7 +110,9 @@ void write_repeated_sample(const std::filesystem::path& out, int copies) {
   for (int copy = 0; copy < copies; ++copy) {
     for (Request r : requests) {
       r.arrival_s += copy * (span_s + 1);
-      for (uint64_t& id : r.block_ids) id += static_cast<uint64_t>(copy) * ids;
+      if (new_ids) {
+        for (uint64_t& id : r.block_ids) id += static_cast<uint64_t>(copy) * ids;
+      }
       write_mooncake(file, r);
     }
   }
@@ -114,10 +122,25 @@ void BM_MooncakeSampleRepeated(benchmark::State& state) {
   if (!have_sample(state)) return;
   TemporaryFolder folder("kvtier-simulate-bench");
   const std::filesystem::path trace = folder.path() / "mooncake-repeated.jsonl";
-  write_repeated_sample(trace, static_cast<int>(state.range(0)));
+  write_repeated_sample(trace, static_cast<int>(state.range(0)), true);
   run_and_count(state, h200_on_trace(trace.string()));
 }
 BENCHMARK(BM_MooncakeSampleRepeated)
+    ->Arg(1)
+    ->Arg(4)
+    ->Arg(16)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(1);
+
+void BM_MooncakeSampleReplayedIntoAFolder(benchmark::State& state) {
+  if (!have_sample(state)) return;
+  TemporaryFolder folder("kvtier-simulate-bench");
+  const std::filesystem::path trace = folder.path() / "mooncake-replayed.jsonl";
+  write_repeated_sample(trace, static_cast<int>(state.range(0)), false);
+  run_and_count(state, h200_on_trace(trace.string(), 0.3), (folder.path() / "out").string());
+}
+BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)
     ->Arg(1)
     ->Arg(4)
     ->Arg(16)
