@@ -40,27 +40,33 @@ struct SimulateOptions {
   OutputFormat format = OutputFormat::kTable;
 };
 
+struct PlannedRuns {
+  std::vector<ScenarioRun> runs;
+  std::vector<double> arrivals_end_s;  // per run, preflight's estimate: for the progress lines' time left
+};
+
 // Every variant is parsed, its --set keys checked and its trace read before anything runs, so a bad input
 // fails at once (exit 2) and writes nothing.
-std::vector<ScenarioRun> plan(const SimulateOptions& options, const ConfigNode& root) {
+PlannedRuns plan(const SimulateOptions& options, const ConfigNode& root) {
   std::vector<Override> overrides;
   for (const std::string& text : options.overrides) overrides.push_back(parse_set_argument(text));
   if (!options.trace.empty()) overrides.push_back(trace_override(options.trace));
-  std::vector<ScenarioRun> runs = plan_runs(root, overrides);
+  PlannedRuns planned{plan_runs(root, overrides), {}};
   PreflightOptions checks;
-  checks.concurrent_runs = std::min(jobs_or_cores(options.jobs), static_cast<int>(runs.size()));
+  checks.concurrent_runs = std::min(jobs_or_cores(options.jobs), static_cast<int>(planned.runs.size()));
   checks.allow_huge = options.allow_huge;
-  for (const ScenarioRun& run : runs) {
-    preflight(run.scenario, checks);
+  for (const ScenarioRun& run : planned.runs) {
+    planned.arrivals_end_s.push_back(preflight(run.scenario, checks).simulated_s);
     for (const std::string& warning : run.scenario.warnings)
       std::cerr << "kvtier: warning: " << warning << "\n";
   }
-  return runs;
+  return planned;
 }
 
 // On a terminal, unless --quiet, each run draws its progress on a line of its own (progress.h).
-std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const std::string& dir, int jobs,
+std::vector<nlohmann::json> run_all(const PlannedRuns& planned, const std::string& dir, int jobs,
                                     bool quiet) {
+  const std::vector<ScenarioRun>& runs = planned.runs;
   const bool show_progress = !quiet && isatty(STDERR_FILENO);
   std::vector<Simulation> simulations;
   std::vector<std::string> names;
@@ -68,7 +74,9 @@ std::vector<nlohmann::json> run_all(const std::vector<ScenarioRun>& runs, const 
     SimulationOptions options;
     options.out_dir = dir + "/" + run.name;
     if (show_progress) {
-      options.progress = ProgressRow{run.name, static_cast<int>(names.size()), static_cast<int>(runs.size())};
+      const int row = static_cast<int>(names.size());
+      options.progress =
+          ProgressRow{run.name, row, static_cast<int>(runs.size()), planned.arrivals_end_s[row]};
     }
     names.push_back(run.name);
     simulations.push_back([&run, options] { return simulate(run.scenario, options); });
@@ -106,9 +114,10 @@ void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
 
 // Simulates every run into `dir` and writes summary.json, the plots and report.md beside them; returns
 // what summary.json holds.
-nlohmann::json write_results(const SimulateOptions& options, const std::vector<ScenarioRun>& runs,
+nlohmann::json write_results(const SimulateOptions& options, const PlannedRuns& planned,
                              const std::string& dir, const std::string& command_line) {
-  std::vector<nlohmann::json> summaries = run_all(runs, dir, jobs_or_cores(options.jobs), options.quiet);
+  const std::vector<ScenarioRun>& runs = planned.runs;
+  std::vector<nlohmann::json> summaries = run_all(planned, dir, jobs_or_cores(options.jobs), options.quiet);
   std::vector<std::string> names;
   for (const ScenarioRun& r : runs) names.push_back(r.name);
   nlohmann::json result = {
@@ -123,10 +132,10 @@ nlohmann::json write_results(const SimulateOptions& options, const std::vector<S
 
 // Writes everything into a temporary folder and moves it into place; errors name the final paths.
 nlohmann::json write_into(const OutputTarget& target, const SimulateOptions& options,
-                          const std::vector<ScenarioRun>& runs, const std::string& command_line) {
+                          const PlannedRuns& planned, const std::string& command_line) {
   nlohmann::json result;
   write_staged(target, [&](const std::filesystem::path& dir) {
-    result = write_results(options, runs, dir.string(), command_line);
+    result = write_results(options, planned, dir.string(), command_line);
   });
   return result;
 }
@@ -139,7 +148,7 @@ std::string without_trailing_slashes(std::string path) {
 
 void run_simulate(const SimulateOptions& options, const std::string& command_line) {
   ConfigNode root = load_config(options.scenario, "configs/scenarios");
-  std::vector<ScenarioRun> runs = plan(options, root);
+  PlannedRuns planned = plan(options, root);
   std::string out = options.out;
   bool replace = options.force;
   if (out.empty()) {
@@ -151,7 +160,7 @@ void run_simulate(const SimulateOptions& options, const std::string& command_lin
   nlohmann::json result;
   TerminationSignals signals;
   try {
-    result = write_into(target, options, runs, command_line);
+    result = write_into(target, options, planned, command_line);
   } catch (...) {
     // The temporary folder is gone by now; end as the signal asked, not with the error it caused.
     if (int signal = TerminationSignals::caught()) TerminationSignals::reraise(signal);

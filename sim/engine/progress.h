@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -21,6 +22,9 @@ struct ProgressRow {
   std::string name;
   int row = 0;
   int rows = 1;
+  // When the arrivals end, as estimated before the run (preflight.h: an open-loop trace's last arrival):
+  // a trace may end long before the workload's window.
+  double arrivals_end_s = std::numeric_limits<double>::infinity();
 };
 
 // What the run will do, when it is known, for the estimate of the time left.

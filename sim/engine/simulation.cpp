@@ -139,7 +139,9 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   sg4::Host* host = engine.host_by_name("dram");
   std::optional<ProgressLine> progress;
   if (options.progress)
-    progress.emplace(*options.progress, ProgressGoal{workload.requests, workload.window_s});
+    progress.emplace(
+        *options.progress,
+        ProgressGoal{workload.requests, std::min(workload.window_s, options.progress->arrivals_end_s)});
   // The events so far, as the summary counts them, of the requests settled so far.
   auto so_far = [&] {
     const InstanceState& st = instance.state();
