@@ -113,7 +113,7 @@ WorkloadPlan closed_loop(const WorkloadSettings& settings, const Scenario& s) {
   ClosedLoopOptions options{settings.sessions, settings.duration_s};
   std::string what = std::to_string(options.concurrency) + " concurrent " + settings.source +
                      " sessions, closed loop, " + format_duration(options.duration_s);
-  return {make_closed_loop(session_source(settings, s), options), options.duration_s, what};
+  return {make_closed_loop(session_source(settings, s), options), options.duration_s, what, std::nullopt};
 }
 
 WorkloadPlan open_loop(const WorkloadSettings& settings, const Scenario& s) {
@@ -130,10 +130,10 @@ WorkloadPlan open_loop(const WorkloadSettings& settings, const Scenario& s) {
   }
   std::ostringstream what;
   what << settings.source << " requests, open loop at " << options.rate_multiplier << "x the trace's rate";
-  WorkloadPlan plan{make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
-                    what.str()};
-  if (settings.source == "agent") plan.requests = settings.requests;
-  return plan;
+  std::optional<int64_t> requests;
+  if (settings.source == "agent") requests = settings.requests;
+  return {make_open_loop(std::move(stream), options), options.duration_s / options.rate_multiplier,
+          what.str(), requests};
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ WorkloadPlan build_recorded_workload(const Scenario& s, std::vector<RecordedTurn
   std::string what = std::to_string(arrivals.size()) + " turns of " + settings.source +
                      " sessions at recorded arrivals, " + format_duration(settings.duration_s);
   return {make_recorded_closed_loop(session_source(settings, s), std::move(arrivals), settings.duration_s),
-          settings.duration_s, what};
+          settings.duration_s, what, std::nullopt};
 }
 
 }  // namespace kvtier
