@@ -118,35 +118,28 @@ void write_repeated_sample(const std::filesystem::path& out, int copies, bool ne
   }
 }
 
-void BM_MooncakeSampleRepeated(benchmark::State& state) {
+// The sample state.range(0) times over (write_repeated_sample), at `rate` times its rate, into an output
+// folder when `into_folder`.
+void replay_copies(benchmark::State& state, bool new_ids, double rate, bool into_folder) {
   if (!have_sample(state)) return;
   TemporaryFolder folder("kvtier-simulate-bench");
-  const std::filesystem::path trace = folder.path() / "mooncake-repeated.jsonl";
-  write_repeated_sample(trace, static_cast<int>(state.range(0)), true);
-  run_and_count(state, h200_on_trace(trace.string()));
+  const std::filesystem::path trace = folder.path() / "mooncake-copies.jsonl";
+  write_repeated_sample(trace, static_cast<int>(state.range(0)), new_ids);
+  run_and_count(state, h200_on_trace(trace.string(), rate),
+                into_folder ? (folder.path() / "out").string() : "");
 }
-BENCHMARK(BM_MooncakeSampleRepeated)
-    ->Arg(1)
-    ->Arg(4)
-    ->Arg(16)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1);
 
-void BM_MooncakeSampleReplayedIntoAFolder(benchmark::State& state) {
-  if (!have_sample(state)) return;
-  TemporaryFolder folder("kvtier-simulate-bench");
-  const std::filesystem::path trace = folder.path() / "mooncake-replayed.jsonl";
-  write_repeated_sample(trace, static_cast<int>(state.range(0)), false);
-  run_and_count(state, h200_on_trace(trace.string(), 0.3), (folder.path() / "out").string());
+void BM_MooncakeSampleRepeated(benchmark::State& state) {
+  replay_copies(state, true, 1, false);
 }
-BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)
-    ->Arg(1)
-    ->Arg(4)
-    ->Arg(16)
-    ->Unit(benchmark::kMillisecond)
-    ->UseRealTime()
-    ->Iterations(1);
+void BM_MooncakeSampleReplayedIntoAFolder(benchmark::State& state) {
+  replay_copies(state, false, 0.3, true);
+}
+void once_each_at_1_4_16_copies(benchmark::internal::Benchmark* b) {
+  b->Arg(1)->Arg(4)->Arg(16)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+}
+BENCHMARK(BM_MooncakeSampleRepeated)->Apply(once_each_at_1_4_16_copies);
+BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)->Apply(once_each_at_1_4_16_copies);
 
 void BM_AgentTraceOnH200(benchmark::State& state) {
   ConfigNode root = load_config("h200-llama8b", "configs/scenarios");

@@ -145,10 +145,9 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   // The events so far, as the summary counts them, of the requests settled so far.
   auto so_far = [&] {
     const InstanceState& st = instance.state();
-    const RequestSummary& done = request_summary;
-    return ProgressCount{sg4::Engine::get_clock(), done.requests_added(),
+    return ProgressCount{sg4::Engine::get_clock(), request_summary.requests_added(),
                          st.steps + st.transfers + instance.store_transfers() +
-                             static_cast<int64_t>(records.size()) + done.requests_completed()};
+                             static_cast<int64_t>(records.size()) + request_summary.requests_completed()};
   };
   sg4::Actor::create("serving", host, [&] {
     if (!progress) return instance.run();
