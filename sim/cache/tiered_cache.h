@@ -24,9 +24,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <unordered_map>
 #include <vector>
 
+#include "sim/cache/block_id_map.h"
 #include "sim/cache/cache_event.h"
 #include "sim/cache/eviction_policy.h"
 #include "sim/cache/tier_spec.h"
@@ -117,7 +117,7 @@ class TieredCache {
   void fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const;
 
   std::vector<Tier> tiers_;
-  std::unordered_map<uint64_t, uint32_t> index_;
+  BlockIdMap index_;
   std::vector<Block> blocks_;
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run

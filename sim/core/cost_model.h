@@ -70,6 +70,13 @@ struct StepWork {
     decode_contexts.push_back(context_tokens);
   }
   int64_t tokens() const;
+  // Empties the work, keeping its buffers (the scheduler reuses one StepWork for every step).
+  void clear() {
+    prefills.clear();
+    decodes = 0;
+    decode_context = 0;
+    decode_contexts.clear();
+  }
 };
 
 // The quantities StepCosts' rates divide, for one step: step time under StepCosts is

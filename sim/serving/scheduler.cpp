@@ -255,7 +255,8 @@ bool Scheduler::plan_step() {
   plan.decodes.clear();
   plan.prefills.clear();
   int64_t budget = config_.max_batch_tokens;
-  StepWork work;
+  StepWork& work = step_work_;
+  work.clear();
   for (const auto& seq : running_) {
     if (!seq->decoding()) continue;
     plan.decodes.push_back({seq->request.id, seq->context()});
