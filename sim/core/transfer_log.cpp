@@ -1,16 +1,17 @@
 #include "sim/core/transfer_log.h"
 
-#include <charconv>
 #include <stdexcept>
+
+#include "sim/core/csv_text.h"
 
 namespace kvtier {
 namespace {
 
-// The shortest text that reads back as the same double.
-void write_number(std::ostream& out, double value) {
-  char buffer[32];
-  char* end = std::to_chars(buffer, buffer + sizeof buffer, value).ptr;
-  out.write(buffer, end - buffer);
+void check_path(const std::string& path) {
+  if (path.empty() || path.find_first_of(",\"\r\n") != std::string::npos) {
+    throw std::invalid_argument("transfer path '" + path +
+                                "': expected a name without commas, quotes or line breaks");
+  }
 }
 
 }  // namespace
@@ -20,7 +21,7 @@ std::string transfer_path(const std::string& from_tier, const std::string& to_ti
 }
 
 bool TransfersCsvWriter::StartsLater::operator()(const Held& a, const Held& b) const {
-  if (a.transfer.start_s != b.transfer.start_s) return a.transfer.start_s > b.transfer.start_s;
+  if (a.start_s != b.start_s) return a.start_s > b.start_s;
   return a.order > b.order;
 }
 
@@ -29,35 +30,49 @@ TransfersCsvWriter::TransfersCsvWriter(std::ostream& out) : out_(out) {
 }
 
 void TransfersCsvWriter::add(TransferRecord transfer) {
-  if (transfer.path.empty() || transfer.path.find_first_of(",\"\r\n") != std::string::npos) {
-    throw std::invalid_argument("transfer path '" + transfer.path +
-                                "': expected a name without commas, quotes or line breaks");
-  }
-  held_.push({std::move(transfer), added_++});
+  check_path(transfer.path);
+  const double start_s = transfer.start_s;
+  std::vector<TransferRecord> one;
+  one.push_back(std::move(transfer));
+  held_.push({start_s, added_++, std::move(one)});
+  ++held_transfers_;
+}
+
+void TransfersCsvWriter::add_batch(std::vector<TransferRecord> batch) {
+  if (batch.empty()) return;
+  for (const TransferRecord& t : batch) check_path(t.path);
+  const double start_s = batch.front().start_s;
+  const uint64_t order = added_;
+  added_ += batch.size();
+  held_transfers_ += batch.size();
+  held_.push({start_s, order, std::move(batch)});
 }
 
 void TransfersCsvWriter::write_started_by(double horizon_s) {
-  while (!held_.empty() && held_.top().transfer.start_s <= horizon_s) {
-    write_row(held_.top().transfer);
-    held_.pop();
-  }
+  while (!held_.empty() && held_.top().start_s <= horizon_s) write_next();
 }
 
 void TransfersCsvWriter::close() {
-  while (!held_.empty()) {
-    write_row(held_.top().transfer);
-    held_.pop();
-  }
+  while (!held_.empty()) write_next();
 }
 
-void TransfersCsvWriter::write_row(const TransferRecord& t) {
-  out_ << t.path << ',';
-  write_number(out_, t.bytes);
-  out_ << ',';
-  write_number(out_, t.start_s);
-  out_ << ',';
-  write_number(out_, t.end_s);
-  out_ << '\n';
+// The earliest held transfers' rows: path,bytes,start_s,end_s, numbers in their shortest exact form.
+void TransfersCsvWriter::write_next() {
+  const Held& held = held_.top();
+  for (const TransferRecord& t : held.transfers) {
+    row_.clear();
+    row_ += t.path;
+    row_ += ',';
+    append_shortest(row_, t.bytes);
+    row_ += ',';
+    append_shortest(row_, t.start_s);
+    row_ += ',';
+    append_shortest(row_, t.end_s);
+    row_ += '\n';
+    out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
+  }
+  held_transfers_ -= held.transfers.size();
+  held_.pop();
 }
 
 void write_transfers_csv(std::ostream& out, std::vector<TransferRecord> transfers) {

@@ -47,25 +47,31 @@ class TransfersCsvWriter {
  public:
   explicit TransfersCsvWriter(std::ostream& out);  // writes the header
   void add(TransferRecord transfer);
+  // Transfers that started together (one batch of stores), held as one: a long run logs millions.
+  // REQUIRES: every transfer of `batch` has the same start_s.
+  void add_batch(std::vector<TransferRecord> batch);
   // Writes every held transfer that started at or before `horizon_s`. REQUIRES: no transfer added from
   // now on starts before horizon_s.
   void write_started_by(double horizon_s);
   void close();  // writes every transfer still held
-  size_t held() const { return held_.size(); }
+  size_t held() const { return held_transfers_; }
 
  private:
   struct Held {
-    TransferRecord transfer;
+    double start_s;
     uint64_t order;
+    std::vector<TransferRecord> transfers;  // in the order added
   };
   struct StartsLater {
     bool operator()(const Held& a, const Held& b) const;
   };
-  void write_row(const TransferRecord& t);
+  void write_next();
 
   std::ostream& out_;
+  std::string row_;
   std::priority_queue<Held, std::vector<Held>, StartsLater> held_;
   uint64_t added_ = 0;
+  size_t held_transfers_ = 0;
 };
 
 // All of `transfers` through a TransfersCsvWriter.

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iomanip>
+
+#include "sim/core/csv_text.h"
 
 namespace kvtier {
 namespace {
@@ -149,27 +150,47 @@ RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string>
   out << ",recomputed_tokens,preemptions,ttft_queue_s";
   for (size_t t = 1; t < tier_names_.size(); ++t) out << ",ttft_load_" << tier_names_[t] << "_s";
   out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s\n";
-  out << std::setprecision(9);
 }
 
 void RequestsCsvWriter::write(const RequestRecord& r) {
-  std::ostream& out = out_;
-  double queue = r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1;
-  out << r.id << ',' << r.session_id << ',' << r.turn << ',' << r.arrival_s << ',' << queue << ','
-      << r.load_wait_s << ',' << r.prefill_start_s << ',' << r.first_token_s << ',' << r.completion_s << ','
-      << (r.first_token_s >= 0 ? r.ttft() : -1) << ',' << r.input_tokens << ',' << r.output_tokens;
-  for (size_t t = 0; t < tier_names_.size(); ++t)
-    out << ',' << (t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
-  out << ',' << r.recomputed_tokens << ',' << r.preemptions;
+  constexpr int kDigits = 9;
+  std::string& row = row_;
+  row.clear();
+  auto number = [&](double value) {
+    row += ',';
+    append_general(row, value, kDigits);
+  };
+  auto count = [&](int64_t value) {
+    row += ',';
+    append_integer(row, value);
+  };
+  append_integer(row, r.id);
+  count(r.session_id);
+  count(r.turn);
+  number(r.arrival_s);
+  number(r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1);
+  number(r.load_wait_s);
+  number(r.prefill_start_s);
+  number(r.first_token_s);
+  number(r.completion_s);
+  number(r.first_token_s >= 0 ? r.ttft() : -1);
+  count(r.input_tokens);
+  count(r.output_tokens);
+  for (size_t t = 0; t < tier_names_.size(); ++t) count(t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
+  count(r.recomputed_tokens);
+  count(r.preemptions);
   if (r.first_token_s < 0) {
-    for (size_t column = 0; column < tier_names_.size() + 3; ++column) out << ",";
-    out << '\n';
-    return;
+    row.append(tier_names_.size() + 3, ',');
+  } else {
+    const TtftParts p = ttft_parts(r);
+    number(p.queue_s);
+    for (size_t t = 1; t < tier_names_.size(); ++t) number(t < p.load_s.size() ? p.load_s[t] : 0);
+    number(p.conversion_s);
+    number(p.prefill_s);
+    number(p.other_s);
   }
-  const TtftParts p = ttft_parts(r);
-  out << ',' << p.queue_s;
-  for (size_t t = 1; t < tier_names_.size(); ++t) out << ',' << (t < p.load_s.size() ? p.load_s[t] : 0);
-  out << ',' << p.conversion_s << ',' << p.prefill_s << ',' << p.other_s << '\n';
+  row += '\n';
+  out_.write(row.data(), static_cast<std::streamsize>(row.size()));
 }
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
@@ -184,15 +205,28 @@ TimeseriesCsvWriter::TimeseriesCsvWriter(std::ostream& out, const std::vector<st
   out << "time_s,hbm_used_bytes,hbm_cache_bytes,queued,running";
   for (const std::string& l : link_names) out << ",util_" << l;
   for (const std::string& t : tier_names) out << ",hit_rate_" << t;
-  out << '\n' << std::setprecision(9);
+  out << '\n';
 }
 
 void TimeseriesCsvWriter::write(const TimeSample& s) {
-  out_ << s.time_s << ',' << s.hbm_used_bytes << ',' << s.hbm_cache_bytes << ',' << s.queued << ','
-       << s.running;
-  for (double u : s.link_utilisation) out_ << ',' << u;
-  for (double h : s.tier_hit_rate) out_ << ',' << h;
-  out_ << '\n';
+  constexpr int kDigits = 9;
+  std::string& row = row_;
+  row.clear();
+  auto number = [&](double value) {
+    row += ',';
+    append_general(row, value, kDigits);
+  };
+  append_general(row, s.time_s, kDigits);
+  number(s.hbm_used_bytes);
+  number(s.hbm_cache_bytes);
+  row += ',';
+  append_integer(row, s.queued);
+  row += ',';
+  append_integer(row, s.running);
+  for (double u : s.link_utilisation) number(u);
+  for (double h : s.tier_hit_rate) number(h);
+  row += '\n';
+  out_.write(row.data(), static_cast<std::streamsize>(row.size()));
 }
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,

@@ -104,6 +104,7 @@ class RequestsCsvWriter {
  private:
   std::ostream& out_;
   std::vector<std::string> tier_names_;
+  std::string row_;  // the row being built, its buffer kept
 };
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
@@ -117,6 +118,7 @@ class TimeseriesCsvWriter {
 
  private:
   std::ostream& out_;
+  std::string row_;
 };
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,

@@ -237,6 +237,37 @@ TEST(Transfers, WritingAsTheRunGoesGivesTheSortedFile) {
   EXPECT_EQ(as_it_goes.str(), at_once.str());
 }
 
+// A batch of stores that started together is held as one, and written as its transfers added one by one
+// in its place would be: among equal starts, in the order added, batches and lone transfers alike.
+TEST(Transfers, ABatchIsWrittenAsItsTransfersAddedOneByOne) {
+  std::mt19937_64 random(7);
+  std::vector<TransferRecord> one_by_one;
+  std::ostringstream batched;
+  TransfersCsvWriter writer(batched);
+  for (int i = 0; i < 3000; ++i) {
+    const double start = double(random() % 50) * 0.25;  // many equal starts
+    const std::string path = random() % 2 ? "hbm->dram" : "dram->nvme";
+    if (random() % 3 == 0) {
+      TransferRecord lone{"dram->hbm", double(i), start, start + 1};
+      one_by_one.push_back(lone);
+      writer.add(lone);
+      continue;
+    }
+    std::vector<TransferRecord> batch;
+    for (uint64_t k = random() % 5 + 1; k > 0; --k)
+      batch.push_back({path, double(i) + 0.5, start, start + 2});
+    one_by_one.insert(one_by_one.end(), batch.begin(), batch.end());
+    writer.add_batch(batch);
+  }
+  EXPECT_EQ(writer.held(), one_by_one.size());
+  writer.write_started_by(5.0);
+  writer.close();
+  EXPECT_EQ(writer.held(), 0u);
+  std::ostringstream at_once;
+  write_transfers_csv(at_once, one_by_one);
+  EXPECT_EQ(batched.str(), at_once.str());
+}
+
 TEST(Transfers, NumbersReadBackExactly) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-validate-transfers-exact.csv";
   const double start = 0.1 + 0.2, end = 1.0 / 3, bytes = 123456789012345;
@@ -259,6 +290,8 @@ TEST(Transfers, NumbersReadBackExactly) {
 TEST(Transfers, WriterRefusesAPathWithAComma) {
   std::ostringstream out;
   EXPECT_THROW(write_transfers_csv(out, {{"dram,hbm", 1, 0, 1}}), std::invalid_argument);
+  TransfersCsvWriter writer(out);
+  EXPECT_THROW(writer.add_batch({{"hbm->dram", 1, 0, 1}, {"hbm\ndram", 1, 0, 1}}), std::invalid_argument);
 }
 
 }  // namespace
