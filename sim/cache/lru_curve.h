@@ -17,7 +17,7 @@
 #include <span>
 #include <vector>
 
-#include "sim/cache/block_id_map.h"
+#include "sim/core/id_index.h"
 
 namespace kvtier {
 
@@ -41,7 +41,7 @@ class LruCurve {
   uint32_t next_stamp();
   void compact();
 
-  BlockIdMap stamp_of_;             // block -> its latest stamp (1-based)
+  IdIndex stamp_of_;                // block -> its latest stamp (1-based)
   std::vector<int32_t> fenwick_;    // 1-based counts of live stamps
   std::vector<uint64_t> block_at_;  // stamp -> block holding it, for compaction
   uint32_t last_stamp_ = 0;

@@ -43,9 +43,8 @@ TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int
 }
 
 uint32_t TieredCache::intern(uint64_t id, uint32_t parent) {
-  auto [found, inserted] = index_.try_emplace(id, static_cast<uint32_t>(blocks_.size()));
-  if (!inserted) return *found;
-  uint32_t slot = *found;
+  const auto slot = static_cast<uint32_t>(blocks_.size());
+  if (uint32_t known = index_.insert(id, slot); known != slot) return known;
   Block block{.id = id, .parent = parent, .first_child = kNoSlot, .next_sibling = kNoSlot};
   if (parent != kNoSlot) {
     block.next_sibling = blocks_[parent].first_child;
@@ -137,8 +136,8 @@ void TieredCache::set_pins(uint32_t slot, uint32_t pins, uint32_t defer_release_
 }
 
 bool TieredCache::contains(int t, uint64_t block_id) const {
-  const uint32_t* slot = index_.find(block_id);
-  return slot != nullptr && in_tier(t, *slot);
+  const uint32_t slot = index_.find(block_id);
+  return slot != IdIndex::kAbsent && in_tier(t, slot);
 }
 
 void TieredCache::fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const {
@@ -158,9 +157,9 @@ void TieredCache::fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) c
 PrefixHit TieredCache::lookup(std::span<const uint64_t> block_ids) const {
   std::vector<uint32_t> slots;
   for (uint64_t id : block_ids) {
-    const uint32_t* slot = index_.find(id);
-    if (slot == nullptr) break;
-    slots.push_back(*slot);
+    const uint32_t slot = index_.find(id);
+    if (slot == IdIndex::kAbsent) break;
+    slots.push_back(slot);
   }
   PrefixHit hit;
   fill_prefix(slots, hit);

@@ -3,47 +3,6 @@
 #include <algorithm>
 
 namespace kvtier {
-namespace {
-
-constexpr size_t kInitialSlots = 1 << 16;
-
-}  // namespace
-
-IdIndex::IdIndex() : slots_(kInitialSlots, Slot{0, kAbsent}) {}
-
-size_t IdIndex::slot_of(uint64_t id) const {
-  size_t mask = slots_.size() - 1;
-  size_t slot = home_slot(id);
-  while (slots_[slot].value != kAbsent && slots_[slot].id != id) slot = (slot + 1) & mask;
-  return slot;
-}
-
-uint32_t IdIndex::find(uint64_t id) const {
-  return slots_[slot_of(id)].value;
-}
-
-uint32_t IdIndex::insert(uint64_t id, uint32_t value) {
-  size_t slot = slot_of(id);
-  if (slots_[slot].value != kAbsent) return slots_[slot].value;
-  // Keep the load at most three quarters: probe runs stay a few slots (a cache line or two), and the
-  // tables take half the fresh memory that a load under one half did.
-  if (4 * (used_ + 1) > 3 * slots_.size()) {
-    grow();
-    slot = slot_of(id);
-  }
-  slots_[slot] = {id, value};
-  ++used_;
-  return value;
-}
-
-void IdIndex::grow() {
-  decltype(slots_) old(slots_.size() * 2, Slot{0, kAbsent});
-  old.swap(slots_);
-  for (const Slot& s : old) {
-    if (s.value != kAbsent) slots_[slot_of(s.id)] = s;
-  }
-}
-
 void ChunkedIds::append(const uint64_t* first, const uint64_t* last) {
   while (first != last) {
     if ((size_ & kChunkMask) == 0) chunks_.emplace_back().reserve(kChunkMask + 1);

@@ -15,47 +15,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/workload/huge_pages.h"
+#include "sim/core/huge_pages.h"
+#include "sim/core/id_index.h"
 
 namespace kvtier {
-
-// An open-addressing map from 64-bit ids to 32-bit values, for the hot loop of trace statistics.
-// std::unordered_map allocates a node per entry and took 10x longer on the 1M-request benchmark; a
-// flat map (absl, boost >= 1.81) is not among this project's dependencies.
-class IdIndex {
- public:
-  static constexpr uint32_t kAbsent = UINT32_MAX;
-
-  IdIndex();
-  uint32_t find(uint64_t id) const;
-  // Adds id -> value unless id is present; returns the value stored for id.
-  uint32_t insert(uint64_t id, uint32_t value);
-  size_t size() const { return used_; }
-  // Starts loading id's home slot into the cache, for a find or insert soon after: lookups land at
-  // random in a large table, and several misses in flight cost little more than one.
-  void prefetch(uint64_t id) const { __builtin_prefetch(&slots_[home_slot(id)]); }
-
- private:
-  // 12 bytes, not 16 with padding: a quarter less fresh memory for the kernel to clear, and more slots
-  // per cache line. x86-64 and AArch64 load the unaligned id at little or no extra cost.
-  struct __attribute__((packed)) Slot {
-    uint64_t id;
-    uint32_t value;  // kAbsent marks an empty slot
-  };
-  static_assert(sizeof(Slot) == 12);
-  // Ids from traces may be small consecutive integers (Mooncake): spread them before masking.
-  static uint64_t spread(uint64_t id) {
-    id ^= id >> 33;
-    id *= 0xff51afd7ed558ccdULL;
-    return id ^ (id >> 33);
-  }
-  size_t home_slot(uint64_t id) const { return static_cast<size_t>(spread(id)) & (slots_.size() - 1); }
-  size_t slot_of(uint64_t id) const;
-  void grow();
-
-  std::vector<Slot, HugePageAllocator<Slot>> slots_;
-  size_t used_ = 0;
-};
 
 // Append-only ids in fixed 2 MiB chunks: growing never copies (a doubling vector's copies and the page
 // faults of its fresh copies took a third of the 1M-request benchmark).

@@ -7,7 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "sim/workload/huge_pages.h"
+#include "sim/core/huge_pages.h"
 #include "sim/workload/prefix_forest.h"
 
 namespace kvtier {

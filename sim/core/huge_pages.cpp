@@ -1,4 +1,4 @@
-#include "sim/workload/huge_pages.h"
+#include "sim/core/huge_pages.h"
 
 #include <sys/mman.h>
 
