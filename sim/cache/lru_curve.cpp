@@ -36,7 +36,8 @@ void LruCurve::compact() {
   std::vector<uint64_t> live;
   live.reserve(stamp_of_.size());
   for (uint32_t stamp = 1; stamp <= last_stamp_; ++stamp) {
-    if (stamp_of_.find(block_at_[stamp]) == stamp) live.push_back(block_at_[stamp]);
+    auto it = stamp_of_.find(block_at_[stamp]);
+    if (it != stamp_of_.end() && it->second == stamp) live.push_back(block_at_[stamp]);
   }
   size_t size = std::max<size_t>(1024, 2 * live.size() + 2);
   // Stamps are uint32_t and tree counts int32_t: up to 2^31 - 1 distinct blocks.
@@ -48,7 +49,7 @@ void LruCurve::compact() {
   last_stamp_ = 0;
   for (uint64_t block : live) {
     uint32_t stamp = ++last_stamp_;
-    stamp_of_.assign(block, stamp);
+    stamp_of_[block] = stamp;
     block_at_[stamp] = block;
     fenwick_[stamp] = 1;
   }
@@ -63,8 +64,8 @@ void LruCurve::add(std::span<const uint64_t> block_ids, std::span<const int64_t>
   depths_.clear();
   int64_t running_max = 0;
   for (size_t i = 0; i < block_ids.size(); ++i) {
-    const uint32_t stamp = stamp_of_.find(block_ids[i]);
-    int64_t d = stamp == IdIndex::kAbsent ? kNotCached : depth(stamp);
+    auto it = stamp_of_.find(block_ids[i]);
+    int64_t d = it == stamp_of_.end() ? kNotCached : depth(it->second);
     running_max = std::max(running_max, d);
     depths_.push_back(running_max);
   }
@@ -82,11 +83,11 @@ void LruCurve::add(std::span<const uint64_t> block_ids, std::span<const int64_t>
   }
   // Move the chain to the top, first block uppermost: stamp it last.
   for (size_t i = block_ids.size(); i-- > 0;) {
-    const uint32_t latest = stamp_of_.find(block_ids[i]);
-    if (latest != IdIndex::kAbsent) fenwick_add(latest, -1);
-    stamp_of_.assign(block_ids[i], 0);  // between stamps: compaction must not count it as live
-    uint32_t stamp = next_stamp();
-    stamp_of_.assign(block_ids[i], stamp);
+    auto [it, inserted] = stamp_of_.try_emplace(block_ids[i], 0);
+    if (!inserted) fenwick_add(it->second, -1);
+    it->second = 0;                 // between stamps: compaction must not count it as live
+    uint32_t stamp = next_stamp();  // compaction renumbers existing keys only, so `it` stays valid
+    it->second = stamp;
     block_at_[stamp] = block_ids[i];
     fenwick_add(stamp, +1);
   }

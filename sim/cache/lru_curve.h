@@ -15,9 +15,8 @@
 
 #include <cstdint>
 #include <span>
+#include <unordered_map>
 #include <vector>
-
-#include "sim/core/id_index.h"
 
 namespace kvtier {
 
@@ -41,9 +40,9 @@ class LruCurve {
   uint32_t next_stamp();
   void compact();
 
-  IdIndex stamp_of_;                // block -> its latest stamp (1-based)
-  std::vector<int32_t> fenwick_;    // 1-based counts of live stamps
-  std::vector<uint64_t> block_at_;  // stamp -> block holding it, for compaction
+  std::unordered_map<uint64_t, uint32_t> stamp_of_;  // block -> its latest stamp (1-based)
+  std::vector<int32_t> fenwick_;                     // 1-based counts of live stamps
+  std::vector<uint64_t> block_at_;                   // stamp -> block holding it, for compaction
   uint32_t last_stamp_ = 0;
   // hits_by_depth_[d]: hit blocks (tokens) at every capacity >= d; d = 0 unused.
   std::vector<int64_t> hit_blocks_by_depth_;

@@ -1,10 +1,10 @@
-// An open-addressing map from 64-bit ids to 32-bit values: block ids to the cache's slots and to the LRU
-// curve's stamps, run heads and sampled depths to nodes in trace statistics. Every block of every request
-// goes through one, so it is the simulator's and the statistics' hottest table. std::unordered_map
-// allocates a node per entry and took 10x longer on the 1M-request trace-statistics benchmark, and twice
-// as long per lookup in the cache; a flat map (absl, boost >= 1.81) is not among this project's
-// dependencies. Linear probing, a power-of-two size, at most three quarters full; entries are never
-// erased; the table's memory comes from huge pages once it passes 2 MiB.
+// An open-addressing map from 64-bit ids to 32-bit values: block ids to the cache's slots, and run heads
+// and sampled depths to nodes in trace statistics. Every block of every request goes through one, so it
+// is the simulator's and the statistics' hottest table. std::unordered_map allocates a node per entry
+// and took 10x longer on the 1M-request trace-statistics benchmark, and twice as long per lookup in the
+// cache; a flat map (absl, boost >= 1.81) is not among this project's dependencies. Linear probing, a
+// power-of-two size, at most three quarters full; entries are never erased; the table's memory comes
+// from huge pages once it passes 2 MiB.
 #pragma once
 
 #include <cstddef>
@@ -35,15 +35,6 @@ class IdIndex {
     slots_[slot] = {id, value};
     ++used_;
     return value;
-  }
-  // Sets id's value, adding id if absent. REQUIRES: value != kAbsent.
-  void assign(uint64_t id, uint32_t value) {
-    size_t slot = slot_of(id);
-    if (slots_[slot].value == kAbsent) {
-      insert(id, value);
-    } else {
-      slots_[slot].value = value;
-    }
   }
   size_t size() const { return used_; }
   // Starts loading id's home slot into the cache, for a find or insert soon after: lookups land at

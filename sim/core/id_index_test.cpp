@@ -25,20 +25,5 @@ TEST(IdIndex, AgreesWithAStandardMapThroughGrowth) {
   EXPECT_EQ(index.find(uint64_t{1} << 40), IdIndex::kAbsent);
 }
 
-// assign overwrites a present id's value in place and adds an absent one, through growth; find sees both.
-TEST(IdIndex, AssignOverwritesOrAdds) {
-  IdIndex index;
-  std::unordered_map<uint64_t, uint32_t> reference;
-  std::mt19937_64 rng(11);
-  for (uint32_t i = 0; i < 200000; ++i) {
-    uint64_t id = rng() % 100000;  // about half are present already
-    index.assign(id, i);
-    reference[id] = i;
-  }
-  EXPECT_EQ(index.size(), reference.size());
-  for (const auto& [id, value] : reference) ASSERT_EQ(index.find(id), value) << id;
-  EXPECT_EQ(index.find(100000), IdIndex::kAbsent);
-}
-
 }  // namespace
 }  // namespace kvtier
