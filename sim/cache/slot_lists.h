@@ -10,8 +10,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "sim/core/huge_pages.h"
-
 namespace kvtier {
 
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
@@ -61,8 +59,8 @@ class SlotLists {
   }
 
  private:
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> prev_;
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> next_;
+  std::vector<uint32_t> prev_;
+  std::vector<uint32_t> next_;
 };
 
 }  // namespace kvtier

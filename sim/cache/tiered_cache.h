@@ -29,7 +29,6 @@
 #include "sim/cache/cache_event.h"
 #include "sim/cache/eviction_policy.h"
 #include "sim/cache/tier_spec.h"
-#include "sim/core/huge_pages.h"
 #include "sim/core/id_index.h"
 
 namespace kvtier {
@@ -93,10 +92,8 @@ class TieredCache {
     int64_t used = 0;
     int64_t pinned = 0;
     std::unique_ptr<EvictionPolicy> policy;
-    // Prefix-aware: unpinned children of the slot cached in this tier.
-    std::vector<uint32_t, HugePageAllocator<uint32_t>> children;
-    // What the policy was told: 1 = held out of victim()'s reach.
-    std::vector<uint8_t, HugePageAllocator<uint8_t>> held;
+    std::vector<uint32_t> children;  // prefix-aware: unpinned children of the slot cached in this tier
+    std::vector<uint8_t> held;       // what the policy was told: 1 = held out of victim()'s reach
   };
 
   uint32_t intern(uint64_t id, uint32_t parent);
@@ -121,7 +118,7 @@ class TieredCache {
 
   std::vector<Tier> tiers_;
   IdIndex index_;  // block id -> slot
-  std::vector<Block, HugePageAllocator<Block>> blocks_;
+  std::vector<Block> blocks_;
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run
   std::vector<uint32_t> orphan_stack_;  // drop_orphans()

@@ -1,5 +1,5 @@
 // Memory for large tables on transparent huge pages: trace statistics' prefix forest
-// (sim/workload/prefix_forest.h), the id indexes (id_index.h), the cache model's per-block arrays.
+// (sim/workload/prefix_forest.h) and the id indexes (id_index.h).
 //
 // The forest's lookups land at random places in tables of tens of megabytes. With 4 KiB pages nearly
 // every lookup also missed the TLB, and the first touch of every page faulted (on the development VM a
