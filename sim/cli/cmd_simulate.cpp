@@ -36,6 +36,7 @@ struct SimulateOptions {
   bool allow_huge = false;
   int jobs = 0;
   bool no_plots = false;
+  bool no_transfers = false;
   bool quiet = false;
   OutputFormat format = OutputFormat::kTable;
 };
@@ -64,15 +65,16 @@ PlannedRuns plan(const SimulateOptions& options, const ConfigNode& root) {
 }
 
 // On a terminal, unless --quiet, each run draws its progress on a line of its own (progress.h).
-std::vector<nlohmann::json> run_all(const PlannedRuns& planned, const std::string& dir, int jobs,
-                                    bool quiet) {
+std::vector<nlohmann::json> run_all(const SimulateOptions& given, const PlannedRuns& planned,
+                                    const std::string& dir) {
   const std::vector<ScenarioRun>& runs = planned.runs;
-  const bool show_progress = !quiet && isatty(STDERR_FILENO);
+  const bool show_progress = !given.quiet && isatty(STDERR_FILENO);
   std::vector<Simulation> simulations;
   std::vector<std::string> names;
   for (const ScenarioRun& run : runs) {
     SimulationOptions options;
     options.out_dir = dir + "/" + run.name;
+    options.transfers_csv = !given.no_transfers;
     if (show_progress) {
       const int row = static_cast<int>(names.size());
       options.progress =
@@ -85,7 +87,7 @@ std::vector<nlohmann::json> run_all(const PlannedRuns& planned, const std::strin
     std::cerr << "kvtier: simulating " << runs.size() << (runs.size() == 1 ? " run" : " variants") << " ...\n";
     reserve_progress_rows(std::cerr, names);
   }
-  return run_isolated(simulations, jobs);
+  return run_isolated(simulations, jobs_or_cores(given.jobs));
 }
 
 // The command as a user would type it again, for summary.json and the report.
@@ -93,6 +95,7 @@ std::string command_line(const SimulateOptions& o) {
   std::string line = "kvtier simulate " + o.scenario;
   if (!o.trace.empty()) line += " --trace " + o.trace;
   for (const std::string& s : o.overrides) line += " --set " + s;
+  if (o.no_transfers) line += " --no-transfers";
   if (!o.out.empty()) line += " --out " + o.out;
   return line;
 }
@@ -117,7 +120,7 @@ void draw_plots(const std::string& dir, const std::vector<std::string>& names) {
 nlohmann::json write_results(const SimulateOptions& options, const PlannedRuns& planned,
                              const std::string& dir, const std::string& command_line) {
   const std::vector<ScenarioRun>& runs = planned.runs;
-  std::vector<nlohmann::json> summaries = run_all(planned, dir, jobs_or_cores(options.jobs), options.quiet);
+  std::vector<nlohmann::json> summaries = run_all(options, planned, dir);
   std::vector<std::string> names;
   for (const ScenarioRun& r : runs) names.push_back(r.name);
   nlohmann::json result = {
@@ -195,8 +198,9 @@ void add_simulate_command(CLI::App& app) {
   command->add_option("--trace", options->trace,
                       "Replay this trace file open-loop instead of the workload (- reads standard input)");
   command->add_option("--set", options->overrides, "Override a scenario key: key.path=value (repeatable)");
-  command->add_option("--sweep", options->sweeps,
-                      "Run a sweep over a key's values: key.path=v1,v2,... (repeatable: a grid; docs/sweep.md)");
+  CLI::Option* sweep = command->add_option(
+      "--sweep", options->sweeps,
+      "Run a sweep over a key's values: key.path=v1,v2,... (repeatable: a grid; docs/sweep.md)");
   command->add_option(
       "--out", options->out,
       "Output folder (default: <scenario>[--<trace>] in $KVTIER_RUNS_DIR, $XDG_DATA_HOME/kvtier/runs or "
@@ -212,6 +216,12 @@ void add_simulate_command(CLI::App& app) {
   command->add_flag("--allow-huge", options->allow_huge,
                     "Run even when the estimated events or memory pass the bounds (docs/robustness.md)");
   command->add_flag("--no-plots", options->no_plots, "Skip the matplotlib plots");
+  command
+      ->add_flag(
+          "--no-transfers", options->no_transfers,
+          "Skip each variant's transfers.csv (a row per load and per stored block: gigabytes on a long "
+          "run; kvtier validate then compares no transfer times)")
+      ->excludes(sweep);  // a sweep's points write no CSVs unless kvtier sweep --keep-runs
   command->add_flag("--quiet", options->quiet,
                     "No progress lines on stderr (they are drawn only when stderr is a terminal)");
   command->add_flag_callback(

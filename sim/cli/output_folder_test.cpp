@@ -157,6 +157,25 @@ TEST_F(OutputFolder, AnEmptyFolderIsUsed) {
   EXPECT_EQ(entries(work_), std::set<std::string>{"empty"});
 }
 
+// --no-transfers leaves out transfers.csv and nothing else: the other files are those of a run without it,
+// and summary.json records the flag in the command. A sweep writes no CSVs, so it refuses the flag.
+TEST_F(OutputFolder, NoTransfersLeavesOutOnlyTransfersCsv) {
+  ASSERT_EQ(simulate("--out with").exit_code, 0);
+  Outcome r = simulate("--no-transfers --out without");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(entries(work_ / "with" / "run"),
+            (std::set<std::string>{"requests.csv", "timeseries.csv", "transfers.csv"}));
+  EXPECT_EQ(entries(work_ / "without" / "run"), (std::set<std::string>{"requests.csv", "timeseries.csv"}));
+  for (const char* file : {"run/requests.csv", "run/timeseries.csv"})
+    EXPECT_EQ(read_text(work_ / "without" / file), read_text(work_ / "with" / file)) << file;
+  EXPECT_NE(read_text(work_ / "without" / "summary.json").find("--no-transfers --out without"),
+            std::string::npos);
+  Outcome sweep = simulate("--no-transfers --sweep seed=1,2 --out sweep");
+  EXPECT_EQ(sweep.exit_code, 2) << sweep.out;
+  EXPECT_NE(sweep.out.find("--no-transfers"), std::string::npos) << sweep.out;
+  EXPECT_FALSE(fs::exists(work_ / "sweep"));
+}
+
 TEST_F(OutputFolder, ForceReplacesAnEarlierKvtierFolderAndLeavesNothingBeside) {
   ASSERT_EQ(simulate("--out runs/a").exit_code, 0);
   EXPECT_TRUE(fs::exists(work_ / "runs" / "a" / ".kvtier-output"));

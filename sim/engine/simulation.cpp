@@ -65,27 +65,33 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
   }
 }
 
-// The CSVs of a run with an output folder (which exists), opened before it starts and written as it goes.
+// The CSVs of a run with an output folder (which exists), opened before it starts and written as it goes;
+// transfers.csv only when asked for (it has a row per stored block: gigabytes on a long run).
 struct RunFiles {
   RunFiles(const std::string& dir, const std::vector<std::string>& tiers,
-           const std::vector<std::string>& links)
+           const std::vector<std::string>& links, bool with_transfers)
       : requests_file(dir + "/requests.csv"),
         series_file(dir + "/timeseries.csv"),
-        transfers_file(dir + "/" + kTransfersFile),
         requests(requests_file, tiers),
-        series(series_file, links, tiers),
-        transfers(transfers_file) {}
+        series(series_file, links, tiers) {
+    if (with_transfers) {
+      transfers_file.emplace(dir + "/" + kTransfersFile);
+      transfers.emplace(*transfers_file);
+    }
+  }
+  TransfersCsvWriter* transfers_log() { return transfers ? &*transfers : nullptr; }
   void close() {
-    transfers.close();
+    if (transfers) transfers->close();
     requests_file.close();
     series_file.close();
-    transfers_file.close();
+    if (transfers_file) transfers_file->close();
   }
 
-  CheckedFile requests_file, series_file, transfers_file;
+  CheckedFile requests_file, series_file;
   RequestsCsvWriter requests;
   TimeseriesCsvWriter series;
-  TransfersCsvWriter transfers;
+  std::optional<CheckedFile> transfers_file;
+  std::optional<TransfersCsvWriter> transfers;
 };
 
 // What the run did that its price and energy depend on (run_cost.h).
@@ -124,7 +130,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   std::unique_ptr<RunFiles> files;
   if (!options.out_dir.empty()) {
     create_checked_folder(options.out_dir);
-    files = std::make_unique<RunFiles>(options.out_dir, tiers, platform.link_names());
+    files = std::make_unique<RunFiles>(options.out_dir, tiers, platform.link_names(), options.transfers_csv);
   }
   // Each request's figures as soon as it and every earlier one are final. No request completes after the
   // run ends, so that counting completions by the workload's window counts them by the summary's, the
@@ -135,7 +141,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
     if (files) files->requests.write(r);
   });
   ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records,
-                           files ? &files->transfers : nullptr);
+                           files ? files->transfers_log() : nullptr);
   sg4::Host* host = engine.host_by_name("dram");
   std::optional<ProgressLine> progress;
   if (options.progress)

@@ -19,6 +19,7 @@ namespace kvtier {
 
 struct SimulationOptions {
   std::string out_dir;          // the CSVs go here; empty writes nothing
+  bool transfers_csv = true;    // with out_dir, also transfers.csv (one row per load and per stored block)
   bool free_transfers = false;  // every load and store takes no time (checks against the analytic mode)
   // A closed loop's turns issued at these times instead of after each answer (build_recorded_workload):
   // kvtier validate's replay of a hardware run's arrivals. Unset: the scenario's own workload.

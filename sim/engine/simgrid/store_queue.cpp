@@ -28,8 +28,10 @@ void StoreQueues::start(std::pair<Medium, Medium> key, Path& path) {
 void StoreQueues::finish(Path& path) {
   double landed = 0;
   for (const sg4::CommPtr& c : path.comms) landed = std::max(landed, c->get_finish_time());
-  for (TransferRecord& store : path.moving) store.end_s = landed;
-  log_->add_batch(std::move(path.moving));
+  if (log_ != nullptr) {
+    for (TransferRecord& store : path.moving) store.end_s = landed;
+    log_->add_batch(std::move(path.moving));
+  }
   path.moving.clear();
   path.comms.clear();
 }
