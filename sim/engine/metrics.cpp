@@ -8,6 +8,9 @@
 namespace kvtier {
 namespace {
 
+// Significant digits of the times and fractions in requests.csv and timeseries.csv.
+constexpr int kCsvDigits = 9;
+
 nlohmann::json percentiles(LatencyQuantiles& values) {
   if (values.empty()) return nullptr;
   return {{"p50", values.percentile(0.50)},
@@ -153,18 +156,16 @@ RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string>
 }
 
 void RequestsCsvWriter::write(const RequestRecord& r) {
-  constexpr int kDigits = 9;
-  std::string& row = row_;
-  row.clear();
+  row_.clear();
   auto number = [&](double value) {
-    row += ',';
-    append_general(row, value, kDigits);
+    row_ += ',';
+    append_general(row_, value, kCsvDigits);
   };
   auto count = [&](int64_t value) {
-    row += ',';
-    append_integer(row, value);
+    row_ += ',';
+    append_integer(row_, value);
   };
-  append_integer(row, r.id);
+  append_integer(row_, r.id);
   count(r.session_id);
   count(r.turn);
   number(r.arrival_s);
@@ -180,7 +181,7 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
   count(r.recomputed_tokens);
   count(r.preemptions);
   if (r.first_token_s < 0) {
-    row.append(tier_names_.size() + 3, ',');
+    row_.append(tier_names_.size() + 3, ',');
   } else {
     const TtftParts p = ttft_parts(r);
     number(p.queue_s);
@@ -189,8 +190,8 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
     number(p.prefill_s);
     number(p.other_s);
   }
-  row += '\n';
-  out_.write(row.data(), static_cast<std::streamsize>(row.size()));
+  row_ += '\n';
+  out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
 }
 
 void write_requests_csv(std::ostream& out, const std::vector<RequestRecord>& records,
@@ -209,24 +210,22 @@ TimeseriesCsvWriter::TimeseriesCsvWriter(std::ostream& out, const std::vector<st
 }
 
 void TimeseriesCsvWriter::write(const TimeSample& s) {
-  constexpr int kDigits = 9;
-  std::string& row = row_;
-  row.clear();
+  row_.clear();
   auto number = [&](double value) {
-    row += ',';
-    append_general(row, value, kDigits);
+    row_ += ',';
+    append_general(row_, value, kCsvDigits);
   };
-  append_general(row, s.time_s, kDigits);
+  append_general(row_, s.time_s, kCsvDigits);
   number(s.hbm_used_bytes);
   number(s.hbm_cache_bytes);
-  row += ',';
-  append_integer(row, s.queued);
-  row += ',';
-  append_integer(row, s.running);
+  row_ += ',';
+  append_integer(row_, s.queued);
+  row_ += ',';
+  append_integer(row_, s.running);
   for (double u : s.link_utilisation) number(u);
   for (double h : s.tier_hit_rate) number(h);
-  row += '\n';
-  out_.write(row.data(), static_cast<std::streamsize>(row.size()));
+  row_ += '\n';
+  out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
 }
 
 void write_timeseries_csv(std::ostream& out, const std::vector<TimeSample>& samples,
