@@ -11,6 +11,16 @@ namespace {
 // Significant digits of the times and fractions in requests.csv and timeseries.csv.
 constexpr int kCsvDigits = 9;
 
+// A field after the row's first: a time or fraction, or a count.
+void add_number(std::string& row, double value) {
+  row += ',';
+  append_general(row, value, kCsvDigits);
+}
+void add_count(std::string& row, int64_t value) {
+  row += ',';
+  append_integer(row, value);
+}
+
 nlohmann::json percentiles(LatencyQuantiles& values) {
   if (values.empty()) return nullptr;
   return {{"p50", values.percentile(0.50)},
@@ -157,38 +167,31 @@ RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string>
 
 void RequestsCsvWriter::write(const RequestRecord& r) {
   row_.clear();
-  auto number = [&](double value) {
-    row_ += ',';
-    append_general(row_, value, kCsvDigits);
-  };
-  auto count = [&](int64_t value) {
-    row_ += ',';
-    append_integer(row_, value);
-  };
   append_integer(row_, r.id);
-  count(r.session_id);
-  count(r.turn);
-  number(r.arrival_s);
-  number(r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1);
-  number(r.load_wait_s);
-  number(r.prefill_start_s);
-  number(r.first_token_s);
-  number(r.completion_s);
-  number(r.first_token_s >= 0 ? r.ttft() : -1);
-  count(r.input_tokens);
-  count(r.output_tokens);
-  for (size_t t = 0; t < tier_names_.size(); ++t) count(t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
-  count(r.recomputed_tokens);
-  count(r.preemptions);
+  add_count(row_, r.session_id);
+  add_count(row_, r.turn);
+  add_number(row_, r.arrival_s);
+  add_number(row_, r.admitted_s >= 0 ? r.admitted_s - r.arrival_s : -1);
+  add_number(row_, r.load_wait_s);
+  add_number(row_, r.prefill_start_s);
+  add_number(row_, r.first_token_s);
+  add_number(row_, r.completion_s);
+  add_number(row_, r.first_token_s >= 0 ? r.ttft() : -1);
+  add_count(row_, r.input_tokens);
+  add_count(row_, r.output_tokens);
+  for (size_t t = 0; t < tier_names_.size(); ++t)
+    add_count(row_, t < r.hit_tokens.size() ? r.hit_tokens[t] : 0);
+  add_count(row_, r.recomputed_tokens);
+  add_count(row_, r.preemptions);
   if (r.first_token_s < 0) {
     row_.append(tier_names_.size() + 3, ',');
   } else {
     const TtftParts p = ttft_parts(r);
-    number(p.queue_s);
-    for (size_t t = 1; t < tier_names_.size(); ++t) number(t < p.load_s.size() ? p.load_s[t] : 0);
-    number(p.conversion_s);
-    number(p.prefill_s);
-    number(p.other_s);
+    add_number(row_, p.queue_s);
+    for (size_t t = 1; t < tier_names_.size(); ++t) add_number(row_, t < p.load_s.size() ? p.load_s[t] : 0);
+    add_number(row_, p.conversion_s);
+    add_number(row_, p.prefill_s);
+    add_number(row_, p.other_s);
   }
   row_ += '\n';
   out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
@@ -211,19 +214,13 @@ TimeseriesCsvWriter::TimeseriesCsvWriter(std::ostream& out, const std::vector<st
 
 void TimeseriesCsvWriter::write(const TimeSample& s) {
   row_.clear();
-  auto number = [&](double value) {
-    row_ += ',';
-    append_general(row_, value, kCsvDigits);
-  };
   append_general(row_, s.time_s, kCsvDigits);
-  number(s.hbm_used_bytes);
-  number(s.hbm_cache_bytes);
-  row_ += ',';
-  append_integer(row_, s.queued);
-  row_ += ',';
-  append_integer(row_, s.running);
-  for (double u : s.link_utilisation) number(u);
-  for (double h : s.tier_hit_rate) number(h);
+  add_number(row_, s.hbm_used_bytes);
+  add_number(row_, s.hbm_cache_bytes);
+  add_count(row_, s.queued);
+  add_count(row_, s.running);
+  for (double u : s.link_utilisation) add_number(row_, u);
+  for (double h : s.tier_hit_rate) add_number(row_, h);
   row_ += '\n';
   out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
 }

@@ -65,6 +65,13 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
   }
 }
 
+// transfers.csv and its writer.
+struct TransfersFile {
+  explicit TransfersFile(const std::string& path) : file(path), log(file) {}
+  CheckedFile file;
+  TransfersCsvWriter log;
+};
+
 // The CSVs of a run with an output folder (which exists), opened before it starts and written as it goes;
 // transfers.csv only when asked for (it has a row per stored block: gigabytes on a long run).
 struct RunFiles {
@@ -74,24 +81,20 @@ struct RunFiles {
         series_file(dir + "/timeseries.csv"),
         requests(requests_file, tiers),
         series(series_file, links, tiers) {
-    if (with_transfers) {
-      transfers_file.emplace(dir + "/" + kTransfersFile);
-      transfers.emplace(*transfers_file);
-    }
+    if (with_transfers) transfers.emplace(dir + "/" + kTransfersFile);
   }
-  TransfersCsvWriter* transfers_log() { return transfers ? &*transfers : nullptr; }
+  TransfersCsvWriter* transfers_log() { return transfers ? &transfers->log : nullptr; }
   void close() {
-    if (transfers) transfers->close();
+    if (transfers) transfers->log.close();
     requests_file.close();
     series_file.close();
-    if (transfers_file) transfers_file->close();
+    if (transfers) transfers->file.close();
   }
 
   CheckedFile requests_file, series_file;
   RequestsCsvWriter requests;
   TimeseriesCsvWriter series;
-  std::optional<CheckedFile> transfers_file;
-  std::optional<TransfersCsvWriter> transfers;
+  std::optional<TransfersFile> transfers;
 };
 
 // What the run did that its price and energy depend on (run_cost.h).

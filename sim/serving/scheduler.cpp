@@ -255,8 +255,7 @@ bool Scheduler::plan_step() {
   plan.decodes.clear();
   plan.prefills.clear();
   int64_t budget = config_.max_batch_tokens;
-  StepWork& work = step_work_;
-  work.clear();
+  step_work_.clear();
   for (const auto& seq : running_) {
     if (!seq->decoding()) continue;
     plan.decodes.push_back({seq->request.id, seq->context()});
@@ -268,13 +267,13 @@ bool Scheduler::plan_step() {
     int64_t tokens = std::min(budget, s.request.input_tokens - s.prefilled);
     plan.prefills.push_back({s.request.id, s.prefilled, tokens, s.load});
     budget -= tokens;
-    work.add_prefill(s.prefilled, tokens);
+    step_work_.add_prefill(s.prefilled, tokens);
   }
   plan.tokens = config_.max_batch_tokens - budget;
   if (plan.tokens == 0) return false;
-  for (const DecodeWork& decode : plan.decodes) work.add_decode(decode.context_tokens);
-  plan.compute_s = cost_.step_seconds(work);
-  plan.heats_gpu = cost_.throttle() && cost_.compute_bound(work);
+  for (const DecodeWork& decode : plan.decodes) step_work_.add_decode(decode.context_tokens);
+  plan.compute_s = cost_.step_seconds(step_work_);
+  plan.heats_gpu = cost_.throttle() && cost_.compute_bound(step_work_);
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;

@@ -266,6 +266,18 @@ TEST(Transfers, ABatchIsWrittenAsItsTransfersAddedOneByOne) {
   std::ostringstream at_once;
   write_transfers_csv(at_once, one_by_one);
   EXPECT_EQ(batched.str(), at_once.str());
+  // And, independently of the writer, the rows are the transfers stably sorted by start.
+  std::stable_sort(one_by_one.begin(), one_by_one.end(),
+                   [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-transfers-batched.csv";
+  std::ofstream(path) << batched.str();
+  const std::vector<TransferRecord> back = read_transfers_csv(path);
+  ASSERT_EQ(back.size(), one_by_one.size());
+  for (size_t i = 0; i < back.size(); ++i) {
+    ASSERT_EQ(back[i].path, one_by_one[i].path) << "row " << i;
+    ASSERT_EQ(back[i].bytes, one_by_one[i].bytes) << "row " << i;
+    ASSERT_EQ(back[i].start_s, one_by_one[i].start_s) << "row " << i;
+  }
 }
 
 TEST(Transfers, NumbersReadBackExactly) {
