@@ -1,10 +1,11 @@
 // An open-addressing map from 64-bit ids to 32-bit values: block ids to the cache's slots, and run heads
 // and sampled depths to nodes in trace statistics. Every block of every request goes through one, so it
-// is the simulator's and the statistics' hottest table. std::unordered_map allocates a node per entry
-// and took 10x longer on the 1M-request trace-statistics benchmark, and twice as long per lookup in the
-// cache; a flat map (absl, boost >= 1.81) is not among this project's dependencies. Linear probing, a
-// power-of-two size, at most three quarters full; entries are never erased; the table's memory comes
-// from huge pages once it passes 2 MiB.
+// is the simulator's and the statistics' hottest table. std::unordered_map allocates a node per entry:
+// it took 10x longer on the 1M-request trace-statistics benchmark, and the cache's lookups on it were
+// 13-16 % of the closed-loop simulation benchmark's profile against 8-9 % here (docs/cache.md). A flat
+// map (absl, boost >= 1.81) is not among this project's dependencies. Linear probing, a power-of-two
+// size, at most three quarters full; entries are never erased; the table's memory comes from huge pages
+// once it passes 2 MiB.
 #pragma once
 
 #include <cstddef>
