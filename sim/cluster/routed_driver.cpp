@@ -1,0 +1,29 @@
+#include "sim/cluster/routed_driver.h"
+
+namespace kvtier {
+
+void RoutedDriver::deliver(Request request, double now) {
+  request.arrival_s = now;
+  inbox_.push_back(std::move(request));
+}
+
+std::optional<double> RoutedDriver::next_ready_time() const {
+  if (inbox_.empty()) return std::nullopt;
+  return inbox_.front().arrival_s;
+}
+
+Request RoutedDriver::pop_ready() {
+  Request r = std::move(inbox_.front());
+  inbox_.pop_front();
+  ++in_flight_;
+  ++counts_.issued;
+  return r;
+}
+
+void RoutedDriver::on_complete(uint64_t request_id, double now) {
+  --in_flight_;
+  ++counts_.completed;
+  on_complete_(request_id, now);
+}
+
+}  // namespace kvtier
