@@ -57,6 +57,14 @@ class TrafficTotals {
     f.from_bytes += e.from_bytes;
     f.to_bytes += e.to_bytes;
   }
+  // Adds another cache's totals (of as many tiers).
+  void add(const TrafficTotals& other) {
+    for (size_t i = 0; i < flows_.size(); ++i) {
+      flows_[i].blocks += other.flows_[i].blocks;
+      flows_[i].from_bytes += other.flows_[i].from_bytes;
+      flows_[i].to_bytes += other.flows_[i].to_bytes;
+    }
+  }
   const Flow& flow(CacheEventKind kind, int from_tier, int to_tier) const {
     return flows_[index(kind, from_tier, to_tier)];
   }

@@ -4,6 +4,10 @@ namespace kvtier {
 
 void RoutedDriver::deliver(Request request, double now) {
   request.arrival_s = now;
+  const int64_t tokens = request.input_tokens + request.output_tokens;
+  tokens_.emplace(request.id, tokens);
+  ++load_.requests;
+  load_.active_tokens += tokens;
   inbox_.push_back(std::move(request));
 }
 
@@ -23,6 +27,10 @@ Request RoutedDriver::pop_ready() {
 void RoutedDriver::on_complete(uint64_t request_id, double now) {
   --in_flight_;
   ++counts_.completed;
+  auto it = tokens_.find(request_id);
+  --load_.requests;
+  load_.active_tokens -= it->second;
+  tokens_.erase(it);
   on_complete_(request_id, now);
 }
 

@@ -9,7 +9,9 @@
 
 #include <deque>
 #include <functional>
+#include <unordered_map>
 
+#include "sim/cluster/router.h"
 #include "sim/workload/replay.h"
 
 namespace kvtier {
@@ -24,6 +26,8 @@ class RoutedDriver : public ReplayDriver {
   void deliver(Request request, double now);
   // Nothing more will be routed here.
   void close() { closed_ = true; }
+  // What the router reads: the requests delivered and not yet completed, and their tokens.
+  const InstanceLoad& load() const { return load_; }
 
   std::optional<double> next_ready_time() const override;
   Request pop_ready() override;
@@ -37,6 +41,8 @@ class RoutedDriver : public ReplayDriver {
   std::deque<Request> inbox_;
   int64_t in_flight_ = 0;
   bool closed_ = false;
+  InstanceLoad load_;
+  std::unordered_map<uint64_t, int64_t> tokens_;  // of each request delivered, until it completes
   ReplayCounts counts_;
 };
 

@@ -14,10 +14,16 @@ TEST(RoutedDriver, IssuesWhatIsDeliveredInOrderAndReportsCompletions) {
   Request a;
   a.id = 4;
   a.arrival_s = 0.5;  // the trace's time; the instance sees it when it was routed
+  a.input_tokens = 100;
+  a.output_tokens = 10;
   Request b;
   b.id = 9;
+  b.input_tokens = 50;
+  b.output_tokens = 1;
   d.deliver(a, 1.0);
   d.deliver(b, 1.5);
+  EXPECT_EQ(d.load().requests, 2);
+  EXPECT_EQ(d.load().active_tokens, 161);
   ASSERT_TRUE(d.next_ready_time());
   EXPECT_EQ(*d.next_ready_time(), 1.0);
   EXPECT_EQ(d.pop_ready().id, 4u);
@@ -25,7 +31,10 @@ TEST(RoutedDriver, IssuesWhatIsDeliveredInOrderAndReportsCompletions) {
   d.close();
   EXPECT_FALSE(d.done());  // two in flight
   d.on_complete(9, 2.0);
+  EXPECT_EQ(d.load().requests, 1);
+  EXPECT_EQ(d.load().active_tokens, 110);
   d.on_complete(4, 3.0);
+  EXPECT_EQ(d.load().active_tokens, 0);
   EXPECT_TRUE(d.done());
   EXPECT_EQ(completed, (std::vector<std::pair<uint64_t, double>>{{9, 2.0}, {4, 3.0}}));
   EXPECT_EQ(d.counts().issued, 2);

@@ -155,17 +155,18 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
   return summary.to_json(link_names, link_bytes);
 }
 
-RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names)
-    : out_(out), tier_names_(std::move(tier_names)) {
+RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names,
+                                     bool instance_column)
+    : out_(out), tier_names_(std::move(tier_names)), instance_column_(instance_column) {
   out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
          "input_tokens,output_tokens";
   for (const std::string& t : tier_names_) out << ",hit_tokens_" << t;
   out << ",recomputed_tokens,preemptions,ttft_queue_s";
   for (size_t t = 1; t < tier_names_.size(); ++t) out << ",ttft_load_" << tier_names_[t] << "_s";
-  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s\n";
+  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s" << (instance_column_ ? ",instance\n" : "\n");
 }
 
-void RequestsCsvWriter::write(const RequestRecord& r) {
+void RequestsCsvWriter::write(const RequestRecord& r, int instance) {
   row_.clear();
   append_integer(row_, r.id);
   add_count(row_, r.session_id);
@@ -193,6 +194,7 @@ void RequestsCsvWriter::write(const RequestRecord& r) {
     add_number(row_, p.prefill_s);
     add_number(row_, p.other_s);
   }
+  if (instance_column_) add_count(row_, instance);
   row_ += '\n';
   out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
 }
@@ -251,14 +253,19 @@ TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState&
 }
 
 nlohmann::json cache_traffic_json(const TieredCache& cache) {
+  std::vector<std::string> names;
+  for (int t = 0; t < cache.tier_count(); ++t) names.push_back(cache.tier(t).name);
+  return cache_traffic_json(cache.traffic(), names);
+}
+
+nlohmann::json cache_traffic_json(const TrafficTotals& totals, const std::vector<std::string>& tier_names) {
   nlohmann::json flows = nlohmann::json::array();
-  const TrafficTotals& totals = cache.traffic();
   for (int kind = 0; kind < kCacheEventKinds; ++kind) {
-    for (int from = -1; from < cache.tier_count(); ++from) {
-      for (int to = -1; to < cache.tier_count(); ++to) {
+    for (int from = -1; from < totals.tiers(); ++from) {
+      for (int to = -1; to < totals.tiers(); ++to) {
         const TrafficTotals::Flow& f = totals.flow(static_cast<CacheEventKind>(kind), from, to);
         if (f.blocks == 0) continue;
-        auto name = [&](int t) { return t < 0 ? std::string("-") : cache.tier(t).name; };
+        auto name = [&](int t) { return t < 0 ? std::string("-") : tier_names[t]; };
         flows.push_back({{"event", event_kind_name(static_cast<CacheEventKind>(kind))},
                          {"from", name(from)},
                          {"to", name(to)},

@@ -94,16 +94,21 @@ TimeSample sample_state(double time_s, const TieredCache& cache, SchedulerState&
 // Every non-empty flow of the cache's events (summary.json's cache_traffic): what moved between which
 // tiers, in each tier's layout.
 nlohmann::json cache_traffic_json(const TieredCache& cache);
+// The same of totals (a cluster's caches added up), with the tiers' names.
+nlohmann::json cache_traffic_json(const TrafficTotals& totals, const std::vector<std::string>& tier_names);
 
 // requests.csv, a row per request as it is written: the header at construction.
 class RequestsCsvWriter {
  public:
-  RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names);
-  void write(const RequestRecord& r);
+  // With `instance_column`, a last column `instance`: in a cluster, the instance the router sent the
+  // request to.
+  RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names, bool instance_column = false);
+  void write(const RequestRecord& r, int instance = -1);
 
  private:
   std::ostream& out_;
   std::vector<std::string> tier_names_;
+  bool instance_column_;
   std::string row_;  // the row being built, its buffer kept
 };
 

@@ -180,6 +180,8 @@ ConfigNode capacity_key(const ConfigNode& tier) {
 // with allow_oversubscribe, one that does not is a warning.
 void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_oversubscribe, Scenario& s) {
   const HardwareConfig& hw = s.hardware;
+  // A cluster's replicas on one node each have their own tiers, side by side.
+  const int sharing = s.cluster ? std::min(s.cluster->instances, s.cluster->instances_per_node) : 1;
   for (size_t i = 1; i < s.tiers.size(); ++i) {
     const TierSpec& tier = s.tiers[i];
     double limit = 0;
@@ -194,9 +196,12 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
     } else {
       continue;
     }
-    if (static_cast<double>(tier.capacity_bytes) <= limit) continue;
-    const std::string message = "a " + format_bytes(static_cast<double>(tier.capacity_bytes)) +
-                                " tier does not fit in " + what + ", " + format_bytes(limit) + " in " +
+    const double needed = static_cast<double>(tier.capacity_bytes) * sharing;
+    if (needed <= limit) continue;
+    const std::string tiers = sharing == 1 ? "a " + format_bytes(needed) + " tier does"
+                                           : std::to_string(sharing) + " instances' tiers of " +
+                                                 format_bytes(static_cast<double>(tier.capacity_bytes)) + " do";
+    const std::string message = tiers + " not fit in " + what + ", " + format_bytes(limit) + " in " +
                                 hw.name;
     if (allow_oversubscribe) {
       s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message +
@@ -207,6 +212,35 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
                                   "(--allow-oversubscribe) to simulate it anyway");
     }
   }
+}
+
+// `cluster:`: how many replicas, and the router in front of them. Replicas fill a node's GPUs before the
+// next node.
+void parse_cluster(const ConfigNode& root, Scenario& s) {
+  std::optional<ConfigNode> node = root.optional_child("cluster");
+  if (!node) return;
+  node->allow_keys({"instances", "router"});
+  ClusterSpec c;
+  const int64_t instances = node->integer("instances");
+  if (instances < 1 || instances > kMaxClusterInstances) {
+    node->child("instances").fail("expected 1 to " + std::to_string(kMaxClusterInstances) + " instances");
+  }
+  c.instances = static_cast<int>(instances);
+  c.instances_per_node = s.hardware.gpu.count / s.gpus;
+  c.router.block_tokens = s.block_tokens;
+  if (std::optional<ConfigNode> router = node->optional_child("router")) {
+    router->allow_keys({"policy", "prefill_weight", "staleness"});
+    std::vector<std::string> names;
+    for (RouterPolicy p : router_policies()) names.emplace_back(router_policy_name(p));
+    const std::string policy = router->choice("policy", names, router_policy_name(c.router.policy));
+    for (RouterPolicy p : router_policies()) {
+      if (policy == router_policy_name(p)) c.router.policy = p;
+    }
+    c.router.prefill_weight = router->number("prefill_weight", 1.0);
+    if (c.router.prefill_weight < 0) router->child("prefill_weight").fail("expected a weight >= 0");
+    c.router.staleness_s = router->quantity("staleness", UnitKind::kDuration, 0.0);
+  }
+  s.cluster = c;
 }
 
 // Tier 0's capacity is what the instance leaves for KV; the file must not set it. The block size and tier
@@ -243,7 +277,6 @@ void parse_cache(const ConfigNode& root, const VllmCacheKeys& vllm, Scenario& s)
   HardwareConfig instance_hardware = s.hardware;
   instance_hardware.gpu.count = s.gpus;
   s.tiers = parse_tiers(tiers_node, s.model, s.block_tokens, tier0_bytes, &instance_hardware, tier0_layout);
-  check_tiers_fit_the_node(tiers, root.boolean("allow_oversubscribe", false), s);
 }
 
 void parse_slo(const ConfigNode& root, Scenario& s) {
@@ -261,7 +294,7 @@ void parse_slo(const ConfigNode& root, Scenario& s) {
 Scenario parse_scenario(const ConfigNode& root) {
   root.allow_keys({"name", "description", "model", "hardware", "calibration", "instance", "cache", "workload",
                    "slo", "seed", "sample_interval", "variants", "cost", "session_tokens",
-                   "allow_oversubscribe"});
+                   "allow_oversubscribe", "cluster"});
   Scenario s;
   s.name = root.string("name");
   s.description = root.string("description", "");
@@ -271,6 +304,9 @@ Scenario parse_scenario(const ConfigNode& root) {
   if (calibration) s.step_costs = serving_step_costs(*calibration, s.model);
   const VllmCacheKeys vllm = parse_instance(root.optional_child("instance"), root, s);
   parse_cache(root, vllm, s);
+  parse_cluster(root, s);
+  check_tiers_fit_the_node(root.child("cache").child("tiers").elements(),
+                           root.boolean("allow_oversubscribe", false), s);
   s.tier_conversions = tier_conversion_rates(s, calibration);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sim/cache/tier_spec.h"
+#include "sim/cluster/router.h"
 #include "sim/core/calibration.h"
 #include "sim/core/config.h"
 #include "sim/core/cost_file.h"
@@ -29,6 +30,19 @@
 #include "sim/serving/scheduler.h"
 
 namespace kvtier {
+
+// `cluster:`: replicas of the instance, on as many nodes of the hardware file as they need, behind a
+// router (sim/cluster/router.h). Each replica has the scenario's instance and cache tiers to itself; the
+// replicas on one node share its DRAM and NVMe links.
+inline constexpr int kMaxClusterInstances = 4096;
+
+struct ClusterSpec {
+  int instances = 1;
+  int instances_per_node = 1;  // derived: the node's GPUs over the instance's
+  RouterConfig router;
+
+  int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
+};
 
 struct Scenario {
   std::string name;
@@ -56,6 +70,7 @@ struct Scenario {
   // Drives every random choice of the run, the workload generator's included (a workload file may not pin
   // its own seed inside a scenario).
   uint64_t seed = 1;
+  std::optional<ClusterSpec> cluster;  // unset: one instance, no router
   std::optional<CostFile> cost;         // `cost:`, the prices and power the run is charged at
   int64_t session_tokens = 128 * 1024;  // the session size of summary.json's sessions_fit
   double sample_interval_s = 1;

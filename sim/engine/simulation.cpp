@@ -9,7 +9,9 @@
 
 #include "sim/core/checked_file.h"
 #include "sim/core/transfer_log.h"
+#include "sim/engine/cluster_simulation.h"
 #include "sim/engine/run_cost.h"
+#include "sim/engine/run_parts.h"
 #include "sim/engine/simgrid/serving_instance.h"
 #include "sim/engine/workload.h"
 
@@ -18,49 +20,18 @@ namespace sg4 = simgrid::s4u;
 namespace kvtier {
 namespace {
 
-InstanceConfig instance_config(const Scenario& s) {
-  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
-  for (const TierSpec& tier : s.tiers) {
-    c.tier_media.push_back(tier.medium);
-    c.tier_names.push_back(tier.name);
-  }
-  return c;
-}
-
-// Free transfers: links so fast and so close that every copy takes no simulated time.
-HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
-  HardwareConfig hw = s.hardware;
-  if (free_transfers) {
-    for (LinkSpec* link : {&hw.pcie_h2d, &hw.pcie_d2h, &hw.network}) *link = {1e30, 0};
-    hw.dram_bandwidth = 1e30;
-    hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 1e30;
-    hw.nvme.read_iops = hw.nvme.write_iops = 0;
-    hw.nvme.store_read_cpu = hw.nvme.store_write_cpu = 0;
-    hw.nvme.latency = 0;
-  }
-  return hw;
-}
-
 // Wakes every interval and records the instance's state, until the serving actor ends. A link's
 // utilisation is its mean over the interval: the bytes it carried since the previous sample over what its
 // bandwidth could have carried.
 void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, Platform& platform,
             const std::function<void(const TimeSample&)>& taken) {
   sg4::Actor::self()->daemonize();
-  std::vector<double> before = platform.carried_bytes();
-  double since = sg4::Engine::get_clock();
+  LinkSampler links([&] { return platform.carried_bytes(); }, [&](size_t l) { return platform.bandwidth(l); });
   while (true) {
     sg4::this_actor::sleep_for(s.sample_interval_s);
     const double now = sg4::Engine::get_clock();
     TimeSample t = sample_state(now, cache, instance.state());
-    std::vector<double> carried = platform.carried_bytes();
-    for (size_t l = 0; l < carried.size(); ++l) {
-      double capacity = platform.bandwidth(l) * (now - since);
-      double busy = capacity > 0 ? (carried[l] - before[l]) / capacity : 0;
-      t.link_utilisation.push_back(std::clamp(busy, 0.0, 1.0));
-    }
-    before = std::move(carried);
-    since = now;
+    t.link_utilisation = links.utilisation(now);
     taken(t);
   }
 }
@@ -116,6 +87,7 @@ RunUsage run_usage(const nlohmann::json& summary, const Platform& platform, doub
 }  // namespace
 
 nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
+  if (s.cluster) return simulate_cluster(s, options);
   int argc = 2;
   char name[] = "kvtier";
   char quiet[] = "--log=root.thres:critical";
@@ -128,8 +100,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
       options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
   const CostModel cost = instance_cost_model(s);
 
-  std::vector<std::string> tiers;
-  for (const TierSpec& t : s.tiers) tiers.push_back(t.name);
+  const std::vector<std::string> tiers = tier_names(s);
   std::unique_ptr<RunFiles> files;
   if (!options.out_dir.empty()) {
     create_checked_folder(options.out_dir);

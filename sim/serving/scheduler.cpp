@@ -27,8 +27,15 @@ struct Scheduler::Sequence {
 // Collects the cache's events during one call, to turn them into transfers afterwards.
 class Scheduler::EventCollector : public CacheEventSink {
  public:
-  void on_event(const CacheEvent& event) override { events.push_back(event); }
+  explicit EventCollector(CacheEventSink* observer) : observer_(observer) {}
+  void on_event(const CacheEvent& event) override {
+    events.push_back(event);
+    if (observer_ != nullptr) observer_->on_event(event);
+  }
   std::vector<CacheEvent> events;
+
+ private:
+  CacheEventSink* observer_;
 };
 
 Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache& cache, ReplayDriver& driver,
@@ -40,7 +47,7 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
       backend_(backend),
       records_(records),
       state_(state),
-      events_(std::make_unique<EventCollector>()) {
+      events_(std::make_unique<EventCollector>(config_.cache_observer)) {
   state_.hits_since_sample.assign(cache_.tier_count(), 0);
   cache_.set_event_sink(events_.get());
 }

@@ -59,6 +59,9 @@ struct SchedulerConfig {
   // contention); otherwise every hit is loaded, as vLLM with LMCache does.
   bool recompute_when_faster = false;
   std::vector<LoadPath> tier_load_paths;  // per tier; tier 0's is unused
+  // Told of every event of the cache as well (not owned; null for none): a cluster's router follows each
+  // instance's cache this way.
+  CacheEventSink* cache_observer = nullptr;
 };
 
 // The figures a sampler reads while the scheduler runs (it may reset the since-sample counters).

@@ -14,30 +14,28 @@ void configure_flow_model(sg4::Engine& engine) {
   engine.set_config("network/crosstraffic:0");
 }
 
-Platform::Platform(const HardwareConfig& hw, int gpus) : node_(hw, gpus) {
-  sg4::NetZone* zone = sg4::create_full_zone("node");
-  dram_ = zone->create_host("dram", 1.0)->seal();
+NodeZone::NodeZone(sg4::NetZone* zone, const HardwareConfig& hw, int gpus, const std::string& prefix)
+    : links_(hw, gpus) {
+  dram_ = zone->create_host(prefix + "dram", 1.0)->seal();
   for (int g = 0; g < gpus; ++g)
-    gpu_hosts_.push_back(zone->create_host("gpu" + std::to_string(g), 1.0)->seal());
-  if (node_.has(Medium::kNvme)) nvme_ = zone->create_host("nvme", 1.0)->seal();
-  if (node_.has(Medium::kRemote)) remote_ = zone->create_host("remote", 1.0)->seal();
-  for (const NodeLink& l : node_.links()) {
-    links_.push_back(zone->create_link(l.name, l.bandwidth)->set_latency(l.latency)->seal());
-    link_names_.push_back(l.name);
-    link_bytes_.push_back(0);
-    carried_.push_back(0);
+    gpu_hosts_.push_back(zone->create_host(prefix + "gpu" + std::to_string(g), 1.0)->seal());
+  if (links_.has(Medium::kNvme)) nvme_ = zone->create_host(prefix + "nvme", 1.0)->seal();
+  if (links_.has(Medium::kRemote)) remote_ = zone->create_host(prefix + "remote", 1.0)->seal();
+  std::vector<sg4::Link*> links;
+  for (const NodeLink& l : links_.links()) {
+    links.push_back(zone->create_link(prefix + l.name, l.bandwidth)->set_latency(l.latency)->seal());
+    link_names_.push_back(prefix + l.name);
   }
-  for (const auto& [key, route] : node_.routes()) {
+  for (const auto& [key, route] : links_.routes()) {
     const auto& [from, to, gpu] = key;
     std::vector<sg4::LinkInRoute> in_route;
-    for (int l : route) in_route.emplace_back(links_[l]);
-    zone->add_route(host_of(from, gpu)->get_netpoint(), host_of(to, gpu)->get_netpoint(), nullptr, nullptr,
-                    in_route, false);
+    for (int l : route) in_route.emplace_back(links[l]);
+    zone->add_route(host(from, gpu)->get_netpoint(), host(to, gpu)->get_netpoint(), nullptr, nullptr, in_route,
+                    false);
   }
-  zone->seal();
 }
 
-sg4::Host* Platform::host_of(Medium medium, int gpu) const {
+sg4::Host* NodeZone::host(Medium medium, int gpu) const {
   sg4::Host* host = nullptr;
   switch (medium) {
     case Medium::kHbm:
@@ -57,19 +55,40 @@ sg4::Host* Platform::host_of(Medium medium, int gpu) const {
   return host;
 }
 
+namespace {
+
+std::shared_ptr<const NodeZone> lone_node(const HardwareConfig& hw, int gpus) {
+  sg4::NetZone* zone = sg4::create_full_zone("node");
+  auto node = std::make_shared<const NodeZone>(zone, hw, gpus, "");
+  zone->seal();
+  return node;
+}
+
+}  // namespace
+
+Platform::Platform(const HardwareConfig& hw, int gpus) : Platform(lone_node(hw, gpus), 0, gpus) {}
+
+Platform::Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus)
+    : node_(std::move(node)),
+      first_gpu_(first_gpu),
+      gpus_(gpus),
+      link_bytes_(node_->link_names().size(), 0),
+      carried_(node_->link_names().size(), 0) {}
+
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
   bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
-  int shards = per_gpu ? gpus() : 1;
+  int shards = per_gpu ? gpus_ : 1;
   if (flows_.size() >= prune_at_) {
     prune();
     prune_at_ = std::max<size_t>(64, 2 * flows_.size());
   }
   std::vector<sg4::CommPtr> comms;
   for (int g = 0; g < shards; ++g) {
-    sg4::Host* src = host_of(from, g);
-    sg4::Host* dst = host_of(to, g);
+    const int gpu = first_gpu_ + g;
+    sg4::Host* src = node_->host(from, gpu);
+    sg4::Host* dst = node_->host(to, gpu);
     double shard = bytes / shards;
-    const std::vector<int>& route = node_.route(from, to, g);
+    const std::vector<int>& route = node_->links().route(from, to, gpu);
     for (int l : route) link_bytes_[l] += shard;
     auto size = static_cast<uint64_t>(shard);
     comms.push_back(sg4::Comm::sendto_async(src, dst, size));

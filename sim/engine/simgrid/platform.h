@@ -10,6 +10,7 @@
 
 #include <array>
 #include <functional>
+#include <memory>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <vector>
@@ -23,10 +24,36 @@ namespace kvtier {
 // Selects CM02 without cross-traffic. REQUIRES: called before the platform is built.
 void configure_flow_model(simgrid::s4u::Engine& engine);
 
+// A node's hosts (dram, gpu0..gpuN-1, nvme, remote), links and routes in a SimGrid zone, every name
+// prefixed (a cluster's nodes are "n0.", "n1.", ...; a lone instance's node has no prefix).
+class NodeZone {
+ public:
+  // Adds a node of `gpus` GPUs of `hardware` to `zone`, which the caller seals.
+  NodeZone(simgrid::s4u::NetZone* zone, const HardwareConfig& hardware, int gpus, const std::string& prefix);
+
+  const NodeLinks& links() const { return links_; }
+  simgrid::s4u::Host* host(Medium medium, int gpu) const;
+  simgrid::s4u::Host* dram() const { return dram_; }
+  const std::vector<std::string>& link_names() const { return link_names_; }
+  int gpus() const { return static_cast<int>(gpu_hosts_.size()); }
+
+ private:
+  NodeLinks links_;
+  std::vector<std::string> link_names_;
+  simgrid::s4u::Host* dram_ = nullptr;
+  simgrid::s4u::Host* nvme_ = nullptr;
+  simgrid::s4u::Host* remote_ = nullptr;
+  std::vector<simgrid::s4u::Host*> gpu_hosts_;
+};
+
+// What one serving instance moves over its node: transfers between media on its GPUs, and the bytes it
+// put on each of the node's links (other instances of the node count their own).
 class Platform {
  public:
-  // Builds the zone for an instance of `gpus` GPUs (tensor parallel) of `hardware`.
+  // Builds the zone of a node of `gpus` GPUs (tensor parallel) of `hardware`, all of them the instance's.
   Platform(const HardwareConfig& hardware, int gpus);
+  // The instance on GPUs first_gpu .. first_gpu + gpus - 1 of a node built by the caller.
+  Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus);
 
   // Starts moving `bytes` from one medium to another. A transfer that starts or ends in HBM is split
   // evenly over the instance's GPUs (each holds its shard of every layer), so it returns one Comm per GPU.
@@ -36,24 +63,23 @@ class Platform {
   // says how far it got).
   void cancel(const std::vector<simgrid::s4u::CommPtr>& comms);
 
-  // Names of the links in a fixed order, and the bytes of the transfers started on each so far (a
-  // transfer counts whole when it starts, a cancelled one too).
-  const std::vector<std::string>& link_names() const { return link_names_; }
+  // Names of the node's links in a fixed order, and the bytes of the transfers this instance started on
+  // each so far (a transfer counts whole when it starts, a cancelled one too).
+  const std::vector<std::string>& link_names() const { return node_->link_names(); }
   const std::vector<double>& link_bytes() const { return link_bytes_; }
-  // Bytes each link has actually carried up to now: the progress of every transfer over it, so that the
-  // difference between two readings over bandwidth x elapsed time is the link's mean utilisation between
-  // them (the time-series' util_ columns).
+  // Bytes this instance's transfers have actually carried over each link up to now: the progress of every
+  // transfer over it, so that the difference between two readings over bandwidth x elapsed time is the
+  // link's mean utilisation between them (the time-series' util_ columns).
   std::vector<double> carried_bytes();
-  double bandwidth(size_t link) const { return node_.links()[link].bandwidth; }
+  double bandwidth(size_t link) const { return node_->links().links()[link].bandwidth; }
 
-  int gpus() const { return static_cast<int>(gpu_hosts_.size()); }
+  int gpus() const { return gpus_; }
+  const NodeZone& node() const { return *node_; }
 
  private:
-  simgrid::s4u::Host* host_of(Medium medium, int gpu) const;
-
-  NodeLinks node_;
-  std::vector<simgrid::s4u::Link*> links_;
-  std::vector<std::string> link_names_;
+  std::shared_ptr<const NodeZone> node_;
+  int first_gpu_ = 0;
+  int gpus_ = 0;
   std::vector<double> link_bytes_;
   // Transfers whose progress is not yet all in carried_: the Comm, the links it crosses (node_'s route,
   // which lives as long as the platform), its size and the bytes of it already counted.
@@ -69,10 +95,6 @@ class Platform {
   // transfer() prunes flows_ when it reaches this size, so that it stays within twice the flows moving.
   size_t prune_at_ = 64;
   std::vector<double> carried_;
-  simgrid::s4u::Host* dram_ = nullptr;
-  simgrid::s4u::Host* nvme_ = nullptr;
-  simgrid::s4u::Host* remote_ = nullptr;
-  std::vector<simgrid::s4u::Host*> gpu_hosts_;
 };
 
 // Runs `body` as the only actor on a fresh engine and platform, in a child process (isolated_run.h),

@@ -65,6 +65,11 @@ bool ServingInstance::wait_for_work(const Decision& decision) {
   for (LoadHandle load : decision.awaited_loads) {
     for (const LoadPart& part : loads_.at(load).parts) add_moving(part.comms);
   }
+  if (doorbell_ != nullptr) {
+    if (bell_ && bell_->test()) bell_ = nullptr;
+    if (!bell_) bell_ = doorbell_->get_async(&rung_);
+    pending.push_back(bell_);
+  }
   const std::optional<double>& next = decision.next_arrival_s;
   if (pending.empty()) {
     if (!next) return false;

@@ -47,6 +47,10 @@ class ServingInstance : private ServingBackend {
   void run(const std::function<void()>& each_iteration = nullptr);
   InstanceState& state() { return state_; }
   int64_t store_transfers() const { return stores_.transfers_started(); }
+  // In a cluster: requests arrive when the router sends them (sim/cluster/routed_driver.h), and it rings
+  // `doorbell` each time; the instance waits for the bell as well as for its transfers, and stops once
+  // its driver is done.
+  void listen(simgrid::s4u::Mailbox* doorbell) { doorbell_ = doorbell; }
   // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
   // run after run() has ended.
   void finish_stores() { stores_.finish_in_flight(); }
@@ -85,6 +89,9 @@ class ServingInstance : private ServingBackend {
   LoadHandle next_load_ = 0;
   GpuHeat heat_;  // the GPU's power state, which slows compute-bound steps
   double last_step_end_ = 0;
+  simgrid::s4u::Mailbox* doorbell_ = nullptr;
+  simgrid::s4u::CommPtr bell_;  // waiting for the doorbell to ring
+  void* rung_ = nullptr;        // the ring's payload (none)
   Scheduler scheduler_;  // last: it holds references to the members above
 };
 

@@ -1,0 +1,327 @@
+#include "sim/engine/cluster_simulation.h"
+
+#include <xbt/log.h>
+
+#include <memory>
+#include <simgrid/s4u.hpp>
+
+#include "sim/cluster/routed_driver.h"
+#include "sim/cluster/router.h"
+#include "sim/core/checked_file.h"
+#include "sim/engine/run_cost.h"
+#include "sim/engine/run_parts.h"
+#include "sim/engine/workload.h"
+
+namespace sg4 = simgrid::s4u;
+
+namespace kvtier {
+namespace {
+
+// A request or a completion reaches the router, or a replica, at once: no bytes, no latency. (The
+// payload means nothing, but SimGrid takes a comm without one for a receive.)
+void ring(sg4::Mailbox* bell) {
+  static int rung = 0;
+  bell->put_init(&rung, 0)->detach();
+}
+
+// Hands one replica's cache events to the router, stamped with the time they happened.
+class RouterFeed : public CacheEventSink {
+ public:
+  RouterFeed(Router& router, int instance) : router_(router), instance_(instance) {}
+  void on_event(const CacheEvent& event) override {
+    router_.on_cache_event(instance_, sg4::Engine::get_clock(), event);
+  }
+
+ private:
+  Router& router_;
+  int instance_;
+};
+
+// One replica: its cache, the driver the router feeds, its records and summary, its engine.
+struct Replica {
+  Replica(const Scenario& s, const CostModel& cost, Router& router, int index,
+          std::shared_ptr<const NodeZone> node, int first_gpu, double window_s,
+          const std::function<void(const RequestRecord&, int)>& record, ReplayDriver& cluster_driver,
+          sg4::Mailbox* router_bell)
+      : index(index),
+        cache(s.tiers),
+        platform(std::move(node), first_gpu, s.gpus),
+        driver([&cluster_driver, router_bell](uint64_t id, double now) {
+          cluster_driver.on_complete(id, now);
+          ring(router_bell);
+        }),
+        summary(tier_names(s), s.slo, window_s),
+        records([this, record](const RequestRecord& r) {
+          summary.add(r);
+          record(r, this->index);
+        }),
+        feed(router, index),
+        doorbell(sg4::Mailbox::by_name("instance" + std::to_string(index))) {
+    InstanceConfig config = instance_config(s);
+    config.cache_observer = &feed;
+    engine = std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
+    engine->listen(doorbell);
+  }
+
+  int index;
+  TieredCache cache;
+  Platform platform;
+  RoutedDriver driver;
+  RequestSummary summary;
+  RequestLog records;
+  RouterFeed feed;
+  sg4::Mailbox* doorbell;
+  std::unique_ptr<ServingInstance> engine;
+};
+
+using Replicas = std::vector<std::unique_ptr<Replica>>;
+
+// The router's actor: routes each request of the workload when it is ready, waking for the next arrival
+// or for a completion (which may ready a closed loop's next turn). Every request ready at one time is
+// delivered before a replica is rung (ringing yields to the other actors, and a replica woken early would
+// start a step without the rest). When the workload is over, it closes every replica's driver and rings
+// each, so that they stop.
+void route_requests(ReplayDriver& workload, Router& router, Replicas& replicas, sg4::Mailbox* bell) {
+  std::vector<InstanceLoad> loads(replicas.size());
+  std::vector<bool> delivered(replicas.size(), false);
+  sg4::CommPtr woken;
+  void* payload = nullptr;
+  while (true) {
+    const double now = sg4::Engine::get_clock();
+    std::optional<double> next = workload.next_ready_time();
+    for (; next && *next <= now; next = workload.next_ready_time()) {
+      Request request = workload.pop_ready();
+      for (size_t i = 0; i < replicas.size(); ++i) loads[i] = replicas[i]->driver.load();
+      const int chosen = router.route(request, now, loads);
+      replicas[chosen]->driver.deliver(std::move(request), now);
+      delivered[chosen] = true;
+    }
+    for (size_t i = 0; i < replicas.size(); ++i) {
+      if (delivered[i]) ring(replicas[i]->doorbell);
+      delivered[i] = false;
+    }
+    if (workload.done()) break;
+    if (!woken) woken = bell->get_async(&payload);
+    if (sg4::Comm::wait_any_for({woken}, next ? *next - now : -1) == 0) woken = nullptr;
+  }
+  for (auto& replica : replicas) {
+    replica->driver.close();
+    ring(replica->doorbell);
+  }
+}
+
+// The cluster's state every interval: queues and HBM summed over replicas, the hit rate per tier over
+// every replica's admissions, and each node's links carrying what its replicas moved.
+void sample_cluster(const Scenario& s, Replicas& replicas, const std::vector<std::vector<Replica*>>& by_node,
+                    const std::function<void(const TimeSample&)>& taken) {
+  sg4::Actor::self()->daemonize();
+  std::vector<LinkSampler> links;
+  for (const std::vector<Replica*>& node : by_node) {
+    links.emplace_back(
+        [&node] {
+          std::vector<double> carried = node.front()->platform.carried_bytes();
+          for (size_t r = 1; r < node.size(); ++r) {
+            std::vector<double> more = node[r]->platform.carried_bytes();
+            for (size_t l = 0; l < carried.size(); ++l) carried[l] += more[l];
+          }
+          return carried;
+        },
+        [&node](size_t l) { return node.front()->platform.bandwidth(l); });
+  }
+  const size_t tiers = s.tiers.size();
+  while (true) {
+    sg4::this_actor::sleep_for(s.sample_interval_s);
+    const double now = sg4::Engine::get_clock();
+    TimeSample total;
+    total.time_s = now;
+    std::vector<int64_t> hits(tiers, 0);
+    int64_t input = 0;
+    for (auto& replica : replicas) {
+      InstanceState& state = replica->engine->state();
+      for (size_t t = 0; t < tiers; ++t) hits[t] += state.hits_since_sample[t];
+      input += state.input_since_sample;
+      TimeSample one = sample_state(now, replica->cache, state);
+      total.hbm_used_bytes += one.hbm_used_bytes;
+      total.hbm_cache_bytes += one.hbm_cache_bytes;
+      total.queued += one.queued;
+      total.running += one.running;
+    }
+    for (size_t t = 0; t < tiers; ++t)
+      total.tier_hit_rate.push_back(input > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input) : 0);
+    for (LinkSampler& node : links) {
+      std::vector<double> busy = node.utilisation(now);
+      total.link_utilisation.insert(total.link_utilisation.end(), busy.begin(), busy.end());
+    }
+    taken(total);
+  }
+}
+
+// Per tier, whether a promotion moves the block out of it (the router cannot tell from the event).
+std::vector<bool> exclusive_tiers(const Scenario& s) {
+  std::vector<bool> exclusive;
+  for (const TierSpec& t : s.tiers) exclusive.push_back(t.placement == Placement::kExclusive);
+  return exclusive;
+}
+
+// The cluster's requests.csv and timeseries.csv, written as the run goes.
+struct ClusterFiles {
+  ClusterFiles(const std::string& dir, const std::vector<std::string>& tiers, const std::vector<std::string>& links)
+      : requests_file(dir + "/requests.csv"),
+        series_file(dir + "/timeseries.csv"),
+        requests(requests_file, tiers, true),
+        series(series_file, links, tiers) {}
+  CheckedFile requests_file, series_file;
+  RequestsCsvWriter requests;
+  TimeseriesCsvWriter series;
+};
+
+nlohmann::json router_json(const RouterConfig& r) {
+  return {{"policy", router_policy_name(r.policy)},
+          {"prefill_weight", r.prefill_weight},
+          {"staleness_s", r.staleness_s}};
+}
+
+}  // namespace
+
+nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& options) {
+  int argc = 2;
+  char name[] = "kvtier";
+  char quiet[] = "--log=root.thres:critical";
+  char* argv[] = {name, quiet, nullptr};
+  sg4::Engine engine(&argc, argv);
+  configure_flow_model(engine);
+  const ClusterSpec& cluster = *s.cluster;
+  const HardwareConfig hardware = platform_hardware(s, options.free_transfers);
+
+  // Every node in one zone, and the router's host one link away from each node, with neither latency nor
+  // a limit that a message of no bytes would feel.
+  sg4::NetZone* zone = sg4::create_full_zone("cluster");
+  std::vector<std::shared_ptr<const NodeZone>> nodes;
+  std::vector<std::string> link_names;
+  sg4::Host* router_host = zone->create_host("router", 1.0)->seal();
+  sg4::Link* router_link = zone->create_link("router", 1e30)->seal();
+  for (int n = 0; n < cluster.nodes(); ++n) {
+    nodes.push_back(
+        std::make_shared<const NodeZone>(zone, hardware, hardware.gpu.count, "n" + std::to_string(n) + "."));
+    zone->add_route(router_host->get_netpoint(), nodes.back()->dram()->get_netpoint(), nullptr, nullptr,
+                    {sg4::LinkInRoute(router_link)}, true);
+    const std::vector<std::string>& names = nodes.back()->link_names();
+    link_names.insert(link_names.end(), names.begin(), names.end());
+  }
+  zone->seal();
+
+  WorkloadPlan workload =
+      options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
+  const CostModel cost = instance_cost_model(s);
+  const std::vector<std::string> tiers = tier_names(s);
+  std::unique_ptr<ClusterFiles> files;
+  if (!options.out_dir.empty()) {
+    create_checked_folder(options.out_dir);
+    files = std::make_unique<ClusterFiles>(options.out_dir, tiers, link_names);
+  }
+  RequestSummary total(tiers, s.slo, workload.window_s);
+  auto record = [&](const RequestRecord& r, int instance) {
+    total.add(r);
+    if (files) files->requests.write(r, instance);
+  };
+  Router router(cluster.router, cluster.instances, exclusive_tiers(s));
+  sg4::Mailbox* router_bell = sg4::Mailbox::by_name("router");
+  Replicas replicas;
+  std::vector<std::vector<Replica*>> by_node(nodes.size());
+  for (int i = 0; i < cluster.instances; ++i) {
+    const int node = i / cluster.instances_per_node;
+    const int first_gpu = (i % cluster.instances_per_node) * s.gpus;
+    replicas.push_back(std::make_unique<Replica>(s, cost, router, i, nodes[node], first_gpu, workload.window_s,
+                                                 record, *workload.driver, router_bell));
+    by_node[node].push_back(replicas.back().get());
+  }
+
+  std::optional<ProgressLine> progress;
+  if (options.progress)
+    progress.emplace(
+        *options.progress,
+        ProgressGoal{workload.requests, std::min(workload.window_s, options.progress->arrivals_end_s)});
+  auto so_far = [&] {
+    int64_t events = 0;
+    for (auto& r : replicas) {
+      const InstanceState& st = r->engine->state();
+      events += st.steps + st.transfers + r->engine->store_transfers() + static_cast<int64_t>(r->records.size());
+    }
+    return ProgressCount{sg4::Engine::get_clock(), total.requests_added(), events + total.requests_completed()};
+  };
+  sg4::Actor::create("router", router_host, [&] { route_requests(*workload.driver, router, replicas, router_bell); });
+  for (auto& replica : replicas) {
+    Replica* r = replica.get();
+    sg4::Actor::create("instance" + std::to_string(r->index), r->platform.node().dram(), [&, r] {
+      if (!progress) return r->engine->run();
+      r->engine->run([&] { progress->update(so_far); });
+    });
+  }
+  sg4::Actor::create("sampler", router_host, [&] {
+    sample_cluster(s, replicas, by_node, [&](const TimeSample& t) {
+      if (files) files->series.write(t);
+    });
+  });
+  engine.run();
+  for (auto& replica : replicas) replica->records.close();
+  if (files) {
+    files->requests_file.close();
+    files->series_file.close();
+  }
+  const double end_s = sg4::Engine::get_clock();
+
+  // Totals: every link of every node, the bytes its replicas put on it.
+  std::vector<double> link_bytes;
+  TrafficTotals traffic(static_cast<int>(tiers.size()));
+  nlohmann::json instances = nlohmann::json::array();
+  int64_t steps = 0, transfers = 0;
+  double busy_s = 0;
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    std::vector<double> bytes(nodes[n]->link_names().size(), 0);
+    for (Replica* r : by_node[n]) {
+      for (size_t l = 0; l < bytes.size(); ++l) bytes[l] += r->platform.link_bytes()[l];
+    }
+    link_bytes.insert(link_bytes.end(), bytes.begin(), bytes.end());
+  }
+  for (auto& r : replicas) {
+    const InstanceState& st = r->engine->state();
+    steps += st.steps;
+    transfers += st.transfers + r->engine->store_transfers();
+    busy_s += st.busy_s;
+    traffic.add(r->cache.traffic());
+    nlohmann::json one = r->summary.to_json(r->platform.link_names(), r->platform.link_bytes());
+    one["instance"] = r->index;
+    one["node"] = r->index / cluster.instances_per_node;
+    one["engine_steps"] = st.steps;
+    one["gpu_busy_s"] = st.busy_s;
+    one["cache_traffic"] = cache_traffic_json(r->cache);
+    instances.push_back(std::move(one));
+  }
+  nlohmann::json summary = total.to_json(link_names, link_bytes);
+  summary["window_s"] = std::min(workload.window_s, end_s);
+  summary["scenario"] = s.name;
+  summary["workload"] = workload.description;
+  summary["simulated_s"] = end_s;
+  summary["engine_steps"] = steps;
+  summary["transfers"] = transfers;
+  summary["events"] = steps + transfers + summary["requests_issued"].get<int64_t>() +
+                      summary["requests_completed"].get<int64_t>();
+  summary["cache_traffic"] = cache_traffic_json(traffic, tiers);
+  int64_t cache_events = 0;
+  for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
+  summary["cache_events"] = cache_events;
+  summary["gpu_busy_s"] = busy_s;
+  summary["sessions_fit"] = sessions_fit_json(s);
+  summary["cluster"] = {{"instances", cluster.instances},
+                        {"nodes", cluster.nodes()},
+                        {"instances_per_node", cluster.instances_per_node},
+                        {"gpus_per_instance", s.gpus},
+                        {"router", router_json(cluster.router)}};
+  summary["instances"] = std::move(instances);
+  if (progress) {
+    progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});
+  }
+  return summary;
+}
+
+}  // namespace kvtier

@@ -1,0 +1,192 @@
+// A cluster's simulation against independent expectations: a cluster of one is the lone instance, each
+// replica with free transfers serves exactly as its share of the trace served alone, totals are the sums of
+// the replicas, and prefix-aware routing keeps a conversation's prefixes where they are cached.
+#include "sim/engine/cluster_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "sim/core/config_error_test_support.h"
+#include "sim/engine/isolated_run.h"
+
+namespace kvtier {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char kTrace[] = "traces/mooncake-conversation-first2000.jsonl";
+
+// Llama-3.1-8B on H100s, one GPU an instance, HBM and 64 GiB of DRAM; the Mooncake sample's first
+// `seconds`, open loop.
+std::string scenario_text(const std::string& cluster, const std::string& trace = kTrace, int seconds = 120) {
+  return "name: t\nmodel: llama-3.1-8b\nhardware: h100-sxm\ninstance: {gpus: 1}\n"
+         "cache:\n  block_tokens: 512\n  tiers:\n    - {medium: hbm, kv: bf16}\n"
+         "    - {medium: dram, kv: bf16, capacity: 64GiB}\n"
+         "workload: {loop: open, source: trace, format: mooncake, trace: " +
+         trace + ", duration: " + std::to_string(seconds) + "s}\n" + cluster;
+}
+
+Scenario scenario(const std::string& text) {
+  return parse_scenario(ConfigNode::load_string(text, "test.yaml"));
+}
+
+nlohmann::json run(const Scenario& s, const std::string& out = "", bool free_transfers = false) {
+  SimulationOptions options;
+  options.out_dir = out;
+  options.free_transfers = free_transfers;
+  return run_isolated([&] { return simulate(s, options); });
+}
+
+using Row = std::map<std::string, std::string>;
+
+std::vector<Row> read_csv(const fs::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> header;
+  std::vector<Row> rows;
+  std::string line;
+  auto cells = [](const std::string& text) {
+    std::vector<std::string> out;
+    std::stringstream s(text);
+    for (std::string c; std::getline(s, c, ',');) out.push_back(c);
+    return out;
+  };
+  std::getline(in, line);
+  header = cells(line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> c = cells(line);
+    Row row;
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = i < c.size() ? c[i] : "";
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// Rows in the order of their id.
+std::vector<Row> by_id(std::vector<Row> rows) {
+  std::sort(rows.begin(), rows.end(),
+            [](const Row& a, const Row& b) { return std::stoll(a.at("id")) < std::stoll(b.at("id")); });
+  return rows;
+}
+
+TEST(Cluster, OfOneInstanceServesAsTheLoneInstance) {
+  const fs::path dir = fs::temp_directory_path() / "cluster-of-one";
+  fs::remove_all(dir);
+  nlohmann::json lone = run(scenario(scenario_text("")), (dir / "lone").string());
+  nlohmann::json one = run(scenario(scenario_text("cluster: {instances: 1}\n")), (dir / "one").string());
+  std::vector<Row> a = by_id(read_csv(dir / "lone" / "requests.csv"));
+  std::vector<Row> b = by_id(read_csv(dir / "one" / "requests.csv"));
+  ASSERT_EQ(a.size(), b.size());
+  ASSERT_GT(a.size(), 100u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(b[i].at("instance"), "0");
+    b[i].erase("instance");
+    ASSERT_EQ(a[i], b[i]) << "request " << a[i].at("id");
+  }
+  for (const char* key : {"requests_completed", "ttft_s", "hit_rate_tokens", "simulated_s", "events"})
+    EXPECT_EQ(lone[key], one[key]) << key;
+  // The cluster names its node's links "n0.": the lone instance's, and the seven other GPUs' PCIe.
+  std::map<std::string, double> bytes;
+  for (const auto& link : one["link_bytes"]) bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  for (const auto& link : lone["link_bytes"])
+    EXPECT_EQ(bytes.at("n0." + link["link"].get<std::string>()), link["bytes"].get<double>());
+}
+
+// With free transfers nothing is shared between replicas, so each serves what the router sent it exactly
+// as a lone instance serves that share of the trace: the same hits and the same times, request by request.
+TEST(Cluster, EachReplicaWithFreeTransfersServesAsItsShareServedAlone) {
+  const fs::path dir = fs::temp_directory_path() / "cluster-shares";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  run(scenario(scenario_text("cluster: {instances: 3, router: {policy: prefix_aware}}\n")),
+      (dir / "cluster").string(), true);
+  std::vector<Row> routed = by_id(read_csv(dir / "cluster" / "requests.csv"));
+  std::ifstream trace(kTrace);
+  std::vector<std::string> lines;
+  for (std::string line; lines.size() < routed.size() && std::getline(trace, line);) lines.push_back(line);
+  std::map<int, std::vector<Row>> served;
+  for (int k = 0; k < 3; ++k) {
+    const fs::path share = dir / ("share" + std::to_string(k) + ".jsonl");
+    std::ofstream out(share);
+    for (size_t i = 0; i < routed.size(); ++i) {
+      if (routed[i].at("instance") == std::to_string(k)) out << lines[i] << "\n";
+    }
+    out.close();
+    const fs::path alone = dir / ("alone" + std::to_string(k));
+    run(scenario(scenario_text("", share.string())), alone.string(), true);
+    served[k] = by_id(read_csv(alone / "requests.csv"));
+  }
+  std::map<int, size_t> next;
+  int compared = 0;
+  for (const Row& r : routed) {
+    const int k = std::stoi(r.at("instance"));
+    const Row& alone = served[k].at(next[k]++);
+    for (const char* column : {"hit_tokens_hbm", "hit_tokens_dram", "first_token_s", "completion_s"})
+      ASSERT_EQ(r.at(column), alone.at(column)) << "request " << r.at("id") << " on instance " << k << ": " << column;
+    ++compared;
+  }
+  EXPECT_EQ(compared, static_cast<int>(routed.size()));
+  EXPECT_GT(served[0].size(), 10u);
+  EXPECT_GT(served[1].size(), 10u);
+  EXPECT_GT(served[2].size(), 10u);
+}
+
+TEST(Cluster, TotalsAreTheSumsOfTheReplicas) {
+  nlohmann::json s = run(scenario(scenario_text("cluster: {instances: 10, router: {policy: least_loaded}}\n")));
+  ASSERT_EQ(s["instances"].size(), 10u);
+  EXPECT_EQ(s["cluster"]["nodes"], 2);  // 8 GPUs a node
+  int64_t issued = 0, completed = 0, steps = 0;
+  std::map<std::string, double> bytes;
+  for (const auto& one : s["instances"]) {
+    issued += one["requests_issued"].get<int64_t>();
+    completed += one["requests_completed"].get<int64_t>();
+    steps += one["engine_steps"].get<int64_t>();
+    for (const auto& link : one["link_bytes"]) bytes[link["link"].get<std::string>()] += link["bytes"].get<double>();
+  }
+  EXPECT_EQ(issued, s["requests_issued"].get<int64_t>());
+  EXPECT_EQ(completed, s["requests_completed"].get<int64_t>());
+  EXPECT_EQ(steps, s["engine_steps"].get<int64_t>());
+  ASSERT_EQ(s["link_bytes"].size(), bytes.size());
+  for (const auto& link : s["link_bytes"]) {
+    const std::string name = link["link"].get<std::string>();
+    EXPECT_DOUBLE_EQ(bytes.at(name), link["bytes"].get<double>()) << name;
+  }
+  EXPECT_GT(bytes.at("n1.pcie_d2h_1"), 0);  // instance 9 is node 1's second
+}
+
+// Mooncake's conversation turns repeat their earlier prefix: routed round-robin, a conversation's turns
+// land on instances that never saw its prefix; routed by cached prefix, they follow it.
+TEST(Cluster, PrefixAwareRoutingHitsMoreThanRoundRobin) {
+  auto hit_rate = [](const std::string& policy) {
+    nlohmann::json s = run(
+        scenario(scenario_text("cluster: {instances: 8, router: {policy: " + policy + "}}\n", kTrace, 300)));
+    return s["hit_rate_total"].get<double>();
+  };
+  const double round_robin = hit_rate("round_robin");
+  const double prefix_aware = hit_rate("prefix_aware");
+  EXPECT_GT(prefix_aware, 1.5 * round_robin) << prefix_aware << " against " << round_robin;
+}
+
+TEST(Cluster, BadClustersFailAtTheirKey) {
+  auto error = [](const std::string& cluster, const std::string& dram = "64GiB") {
+    std::string text = scenario_text(cluster);
+    text.replace(text.find("64GiB"), 5, dram);
+    return testing::error_of([&] { scenario(text); });
+  };
+  EXPECT_EQ(error("cluster: {instances: 0}\n"), "test.yaml:11:22: cluster.instances: expected 1 to 4096 instances");
+  EXPECT_NE(error("cluster: {instances: 2, router: {policy: random}}\n")
+                .find("cluster.router.policy: expected round_robin, least_loaded, session_sticky or prefix_aware"),
+            std::string::npos);
+  EXPECT_EQ(error("cluster: {instances: 2, router: {staleness: -1s}}\n"),
+            "test.yaml:11:45: cluster.router.staleness: expected a non-negative quantity, got '-1s'");
+  // Eight replicas on a node of 2 TB of DRAM, each with a 300 GiB tier; two fit.
+  EXPECT_NE(error("cluster: {instances: 8}\n", "300GiB").find("cache.tiers[1].capacity: 8 instances' tiers of 300.0 GiB do not fit in the node's DRAM"),
+            std::string::npos) << error("cluster: {instances: 8}\n", "300GiB");
+  EXPECT_EQ(error("cluster: {instances: 2}\n", "300GiB"), "(no error)");
+}
+
+}  // namespace
+}  // namespace kvtier

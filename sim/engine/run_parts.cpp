@@ -1,0 +1,50 @@
+#include "sim/engine/run_parts.h"
+
+#include <algorithm>
+
+namespace kvtier {
+
+InstanceConfig instance_config(const Scenario& s) {
+  InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
+  for (const TierSpec& tier : s.tiers) {
+    c.tier_media.push_back(tier.medium);
+    c.tier_names.push_back(tier.name);
+  }
+  return c;
+}
+
+HardwareConfig platform_hardware(const Scenario& s, bool free_transfers) {
+  HardwareConfig hw = s.hardware;
+  if (free_transfers) {
+    for (LinkSpec* link : {&hw.pcie_h2d, &hw.pcie_d2h, &hw.network}) *link = {1e30, 0};
+    hw.dram_bandwidth = 1e30;
+    hw.nvme.read_bandwidth = hw.nvme.write_bandwidth = 1e30;
+    hw.nvme.read_iops = hw.nvme.write_iops = 0;
+    hw.nvme.store_read_cpu = hw.nvme.store_write_cpu = 0;
+    hw.nvme.latency = 0;
+  }
+  return hw;
+}
+
+std::vector<std::string> tier_names(const Scenario& s) {
+  std::vector<std::string> names;
+  for (const TierSpec& t : s.tiers) names.push_back(t.name);
+  return names;
+}
+
+LinkSampler::LinkSampler(std::function<std::vector<double>()> carried, std::function<double(size_t)> bandwidth)
+    : carried_(std::move(carried)), bandwidth_(std::move(bandwidth)), before_(carried_()) {}
+
+std::vector<double> LinkSampler::utilisation(double now) {
+  std::vector<double> carried = carried_();
+  std::vector<double> busy;
+  for (size_t l = 0; l < carried.size(); ++l) {
+    double capacity = bandwidth_(l) * (now - since_);
+    busy.push_back(std::clamp(capacity > 0 ? (carried[l] - before_[l]) / capacity : 0, 0.0, 1.0));
+  }
+  before_ = std::move(carried);
+  since_ = now;
+  return busy;
+}
+
+}  // namespace kvtier

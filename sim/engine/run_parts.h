@@ -1,0 +1,38 @@
+// What a lone instance's simulation (simulation.cpp) and a cluster's (cluster_simulation.cpp) build the
+// same way.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "sim/engine/scenario.h"
+#include "sim/engine/simgrid/serving_instance.h"
+
+namespace kvtier {
+
+// The instance's configuration: the scheduler's, and where each tier lives.
+InstanceConfig instance_config(const Scenario& s);
+// The scenario's hardware, with free transfers: links so fast and so close that every copy takes no
+// simulated time.
+HardwareConfig platform_hardware(const Scenario& s, bool free_transfers);
+// The tiers' names, in order.
+std::vector<std::string> tier_names(const Scenario& s);
+
+// Reads links' utilisation over sampling intervals: each call gives, per link, the bytes carried since
+// the previous call over what the link's bandwidth could have carried, clamped to [0, 1].
+class LinkSampler {
+ public:
+  // `carried` reads the bytes each link has carried so far; `bandwidth` gives link l's.
+  LinkSampler(std::function<std::vector<double>()> carried, std::function<double(size_t)> bandwidth);
+  std::vector<double> utilisation(double now);
+
+ private:
+  std::function<std::vector<double>()> carried_;
+  std::function<double(size_t)> bandwidth_;
+  std::vector<double> before_;
+  double since_ = 0;
+};
+
+}  // namespace kvtier
