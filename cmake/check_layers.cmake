@@ -11,18 +11,19 @@ set(KVTIER_PARTS
   "sim/workload|sim/core sim/workload"
   "sim/cache|sim/core sim/workload sim/cache"
   "sim/serving|sim/core sim/workload sim/cache sim/serving"
-  "sim/engine|sim/core sim/workload sim/cache sim/serving sim/engine"
-  "sim/engine/simgrid|sim/core sim/workload sim/cache sim/serving sim/engine sim/engine/simgrid"
+  "sim/cluster|sim/core sim/workload sim/cache sim/cluster"
+  "sim/engine|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine"
+  "sim/engine/simgrid|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine sim/engine/simgrid"
   "sim/app|sim/core sim/workload sim/cache sim/app"
   "validate/compare|sim/core validate/compare"
-  "sim/cli|sim/core sim/workload sim/cache sim/serving sim/engine sim/app sim/cli validate/compare"
-  "validate|sim/core sim/workload sim/cache sim/serving sim/engine sim/engine/simgrid sim/app validate validate/compare"
+  "sim/cli|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine sim/app sim/cli validate/compare"
+  "validate|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine sim/engine/simgrid sim/app validate validate/compare"
   "hw/gpu|hw/gpu"
   "hw/kernels|sim/core hw/gpu hw/kernels"
   "hw/store|sim/core sim/workload sim/cache hw/gpu hw/kernels hw/store"
   "hw/model|sim/core hw/gpu hw/kernels hw/model"
-  "hw/serve|sim/core sim/workload sim/cache sim/serving sim/engine hw/gpu hw/kernels hw/store hw/model hw/serve"
-  "hw/tools|sim/core sim/workload sim/cache sim/serving sim/engine sim/app hw/gpu hw/kernels hw/store hw/model hw/serve hw/tools")
+  "hw/serve|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine hw/gpu hw/kernels hw/store hw/model hw/serve"
+  "hw/tools|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine sim/app hw/gpu hw/kernels hw/store hw/model hw/serve hw/tools")
 
 set(names "")
 foreach(entry IN LISTS KVTIER_PARTS)

@@ -9,7 +9,7 @@
 #include "sim/cluster/router.h"
 #include "sim/core/checked_file.h"
 #include "sim/engine/run_cost.h"
-#include "sim/engine/run_parts.h"
+#include "sim/engine/simgrid/run_parts.h"
 #include "sim/engine/workload.h"
 
 namespace sg4 = simgrid::s4u;

@@ -7,6 +7,11 @@
 //    synthetic agent trace's first 2,000 turns replayed 1, 4 and 16 times end to end at 0.02x its rate,
 //    on the H200 scenario. Each reports events and requests per CPU-second of the simulating process and
 //    its peak resident memory;
+//  - a cluster: an hour of Mooncake-like traffic (the sample six times over, new ids) on 8, 16, 32 and 64
+//    instances of Llama-3.1-8B on 8x H100 nodes (the cluster-llama8b-h100 scenario), behind the
+//    prefix-aware router, with the traffic scaled to the instances: each request of the hour sent by one
+//    user per eight instances, each user's blocks new (target: 64 instances in 30 s; the time should grow
+//    linearly with the instances);
 //  - memory with the trace's length: the Mooncake sample replayed 1, 4 and 16 times with the same block
 //    ids, at 0.3x its rate (the H200 keeps up, so the queue stays short), writing its output folder as
 //    `kvtier simulate` does. Its peak memory should not grow with the copies.
@@ -99,7 +104,8 @@ BENCHMARK(BM_ClosedLoop256Sessions20Minutes)->Unit(benchmark::kMillisecond)->Use
 // The sample `copies` times over, each copy after the last (arrivals shifted by the sample's span plus a
 // second). With new_ids, each copy's block ids move past every id before it, so a copy is new traffic with
 // the sample's statistics rather than a replay of cached prefixes.
-void write_repeated_sample(const std::filesystem::path& out, int copies, bool new_ids) {
+// With `users` > 1, each request is sent that many times at once, each user's block ids apart from the rest.
+void write_repeated_sample(const std::filesystem::path& out, int copies, bool new_ids, int users = 1) {
   std::vector<Request> requests;
   std::unique_ptr<RequestStream> sample = open_trace(kMooncakeSample, TraceReadOptions{});
   double span_s = 0;
@@ -111,12 +117,15 @@ void write_repeated_sample(const std::filesystem::path& out, int copies, bool ne
   }
   std::ofstream file(out);
   for (int copy = 0; copy < copies; ++copy) {
-    for (Request r : requests) {
-      r.arrival_s += copy * (span_s + 1);
-      if (new_ids) {
-        for (uint64_t& id : r.block_ids) id += static_cast<uint64_t>(copy) * ids;
+    for (const Request& request : requests) {
+      for (int user = 0; user < users; ++user) {
+        Request r = request;
+        r.arrival_s += copy * (span_s + 1);
+        if (new_ids) {
+          for (uint64_t& id : r.block_ids) id += static_cast<uint64_t>(copy * users + user) * ids;
+        }
+        write_mooncake(file, r);
       }
-      write_mooncake(file, r);
     }
   }
 }
@@ -143,6 +152,22 @@ void once_each_at_1_4_16_copies(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_MooncakeSampleRepeated)->Apply(once_each_at_1_4_16_copies);
 BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)->Apply(once_each_at_1_4_16_copies);
+
+// An hour of the sample on state.range(0) instances, one user per eight instances (above).
+void BM_ClusterOnAMooncakeHour(benchmark::State& state) {
+  if (!have_sample(state)) return;
+  const auto instances = static_cast<int>(state.range(0));
+  TemporaryFolder folder("kvtier-simulate-bench");
+  const std::filesystem::path trace = folder.path() / "mooncake-hour.jsonl";
+  write_repeated_sample(trace, 6, true, instances / 8);
+  ConfigNode root = load_config("cluster-llama8b-h100", "configs/scenarios");
+  root.set("workload", "{loop: open, source: trace, trace: " + trace.string() + "}");
+  root.set("cluster.instances", std::to_string(instances));
+  root.set("cluster.router.policy", "prefix_aware");
+  run_and_count(state, parse_scenario(root));
+  state.counters["instances"] = instances;
+}
+BENCHMARK(BM_ClusterOnAMooncakeHour)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 // The first 2,000 turns of the built-in agent workload, then the same again `copies` times over, each copy
 // after the last (arrivals shifted by the trace's span plus a second) with its sessions renumbered: a

@@ -11,7 +11,7 @@
 #include "sim/core/transfer_log.h"
 #include "sim/engine/cluster_simulation.h"
 #include "sim/engine/run_cost.h"
-#include "sim/engine/run_parts.h"
+#include "sim/engine/simgrid/run_parts.h"
 #include "sim/engine/simgrid/serving_instance.h"
 #include "sim/engine/workload.h"
 

@@ -1,4 +1,4 @@
-#include "sim/engine/run_parts.h"
+#include "sim/engine/simgrid/run_parts.h"
 
 #include <algorithm>
 
