@@ -312,7 +312,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   summary["cache_events"] = cache_events;
   summary["gpu_busy_s"] = busy_s;
   summary["sessions_fit"] = sessions_fit_json(s);
-  summary["cluster"] = {{"instances", cluster.instances},
+  summary["deployment"] = {{"instances", cluster.instances},
                         {"nodes", cluster.nodes()},
                         {"instances_per_node", cluster.instances_per_node},
                         {"gpus_per_instance", s.gpus},

@@ -137,7 +137,7 @@ TEST(Cluster, EachReplicaWithFreeTransfersServesAsItsShareServedAlone) {
 TEST(Cluster, TotalsAreTheSumsOfTheReplicas) {
   nlohmann::json s = run(scenario(scenario_text("cluster: {instances: 10, router: {policy: least_loaded}}\n")));
   ASSERT_EQ(s["instances"].size(), 10u);
-  EXPECT_EQ(s["cluster"]["nodes"], 2);  // 8 GPUs a node
+  EXPECT_EQ(s["deployment"]["nodes"], 2);  // 8 GPUs a node
   int64_t issued = 0, completed = 0, steps = 0;
   std::map<std::string, double> bytes;
   for (const auto& one : s["instances"]) {
