@@ -170,6 +170,19 @@ TEST(Cluster, PrefixAwareRoutingHitsMoreThanRoundRobin) {
   EXPECT_GT(prefix_aware, 1.5 * round_robin) << prefix_aware << " against " << round_robin;
 }
 
+// A router that sees the caches a minute late sends a conversation's next turn by what was cached a minute
+// ago: it loses the turns that follow within the minute.
+TEST(Cluster, AStaleCacheViewCostsThePrefixAwareRouterHits) {
+  auto hit_rate = [](const std::string& staleness) {
+    nlohmann::json s = run(scenario(scenario_text(
+        "cluster: {instances: 8, router: {policy: prefix_aware, staleness: " + staleness + "}}\n", kTrace, 300)));
+    return s["hit_rate_total"].get<double>();
+  };
+  const double fresh = hit_rate("0s");
+  const double stale = hit_rate("60s");
+  EXPECT_LT(stale, 0.9 * fresh) << stale << " against " << fresh;
+}
+
 TEST(Cluster, BadClustersFailAtTheirKey) {
   auto error = [](const std::string& cluster, const std::string& dram = "64GiB") {
     std::string text = scenario_text(cluster);

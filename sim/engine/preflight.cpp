@@ -252,9 +252,11 @@ RunEstimate preflight(const Scenario& s, const PreflightOptions& options) {
   e.simulated_s = shape.simulated_s;
   e.requests = shape.requests;
   e.samples = shape.simulated_s / s.sample_interval_s;
-  e.steps = std::min(shape.simulated_s / min_step_s, shape.requests * shape.work_steps);
+  // A cluster's replicas step side by side, each with tiers of its own.
+  const double replicas = s.cluster ? s.cluster->instances : 1;
+  e.steps = std::min(replicas * shape.simulated_s / min_step_s, shape.requests * shape.work_steps);
   double tier_blocks = 0;
-  for (const TierSpec& t : s.tiers) tier_blocks += static_cast<double>(t.capacity_blocks());
+  for (const TierSpec& t : s.tiers) tier_blocks += replicas * static_cast<double>(t.capacity_blocks());
   double cache_bytes = std::min(tier_blocks, shape.requests * shape.blocks) * kBytesPerCachedBlock;
   const double latencies_kept = std::min(e.requests, static_cast<double>(LatencyQuantiles::kExactLimit));
   e.bytes = latencies_kept * kBytesPerRequest + shape.held_bytes + cache_bytes;

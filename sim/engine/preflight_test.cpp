@@ -61,6 +61,24 @@ TEST(Preflight, AnOpenLoopTraceIsReadThroughAndItsSizeCounted) {
   EXPECT_DOUBLE_EQ(e.steps, 19.0);
 }
 
+// A replica steps at most once per shortest step, as one instance does: four replicas, four times the
+// steps, until the work itself bounds them.
+TEST(Preflight, EachReplicaOfAClusterCountsItsOwnSteps) {
+  const std::string long_answers = temp_file(
+      "long.jsonl",
+      "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 1000000, \"hash_ids\": [1, 2]}\n"
+      "{\"timestamp\": 10000, \"input_length\": 100, \"output_length\": 1, \"hash_ids\": [4]}\n");
+  const std::string open = "{loop: open, source: trace, trace: " + long_answers + "}";
+  RunEstimate one = preflight(scenario_with(open), with_memory(8 * kGiB));
+  RunEstimate four = preflight(scenario_with(open, "cluster: {instances: 4}\n"), with_memory(8 * kGiB));
+  ASSERT_LT(4 * one.steps, 1000000);  // bound by the time, not by the million tokens
+  EXPECT_DOUBLE_EQ(four.steps, 4 * one.steps);
+  EXPECT_EQ(four.requests, one.requests);
+  const std::string sorted = "{loop: open, source: trace, trace: " + temp_file("sorted.jsonl", kSorted) + "}";
+  EXPECT_DOUBLE_EQ(preflight(scenario_with(sorted, "cluster: {instances: 4}\n"), with_memory(8 * kGiB)).steps,
+                   19.0);  // the work's 19 steps, as for one instance
+}
+
 TEST(Preflight, AnUnsortedOpenLoopTraceFailsAtItsLineInTheParent) {
   std::string path = temp_file(
       "unsorted.jsonl",
