@@ -72,62 +72,27 @@ Platform::Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus
     : node_(std::move(node)),
       first_gpu_(first_gpu),
       gpus_(gpus),
-      link_bytes_(node_->link_names().size(), 0),
-      carried_(node_->link_names().size(), 0) {}
+      meter_(node_->link_names().size()) {}
 
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
   bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
   int shards = per_gpu ? gpus_ : 1;
-  if (flows_.size() >= prune_at_) {
-    prune();
-    prune_at_ = std::max<size_t>(64, 2 * flows_.size());
-  }
   std::vector<sg4::CommPtr> comms;
   for (int g = 0; g < shards; ++g) {
     const int gpu = first_gpu_ + g;
-    sg4::Host* src = node_->host(from, gpu);
-    sg4::Host* dst = node_->host(to, gpu);
-    double shard = bytes / shards;
-    const std::vector<int>& route = node_->links().route(from, to, gpu);
-    for (int l : route) link_bytes_[l] += shard;
+    const double shard = bytes / shards;
     auto size = static_cast<uint64_t>(shard);
-    comms.push_back(sg4::Comm::sendto_async(src, dst, size));
-    flows_.push_back({comms.back(), &route, static_cast<double>(size), 0});
+    comms.push_back(sg4::Comm::sendto_async(node_->host(from, gpu), node_->host(to, gpu), size));
+    meter_.start(comms.back(), node_->links().route(from, to, gpu), shard, static_cast<double>(size));
   }
   return comms;
 }
 
-void Platform::count(Flow& flow, double done) {
-  for (int l : *flow.links) carried_[l] += done - flow.counted;
-  flow.counted = done;
-}
-
-// A Comm's remaining bytes are its progress: all of them while its latency runs, 0 once it has landed (or
-// been cancelled, which is why a cancel is counted first). Reading them is not a simcall, so sampling does
-// not reorder the actors.
 void Platform::cancel(const std::vector<sg4::CommPtr>& comms) {
   for (const sg4::CommPtr& c : comms) {
-    auto it = std::find_if(flows_.begin(), flows_.end(), [&](const Flow& f) { return f.comm == c; });
-    if (it != flows_.end()) {
-      count(*it, it->bytes - c->get_remaining());
-      flows_.erase(it);
-    }
+    meter_.cancel(c);
     c->cancel();
   }
-}
-
-// Counts every flow's progress and forgets the flows that have landed.
-void Platform::prune() {
-  std::erase_if(flows_, [&](Flow& f) {
-    double remaining = f.comm->get_remaining();
-    count(f, f.bytes - remaining);
-    return remaining <= 0;
-  });
-}
-
-std::vector<double> Platform::carried_bytes() {
-  prune();
-  return carried_;
 }
 
 double time_on_platform(const HardwareConfig& hardware, int gpus,

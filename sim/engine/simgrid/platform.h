@@ -18,6 +18,7 @@
 #include "sim/core/hardware.h"
 #include "sim/core/medium.h"
 #include "sim/core/node_links.h"
+#include "sim/engine/simgrid/flow_meter.h"
 
 namespace kvtier {
 
@@ -66,11 +67,11 @@ class Platform {
   // Names of the node's links in a fixed order, and the bytes of the transfers this instance started on
   // each so far (a transfer counts whole when it starts, a cancelled one too).
   const std::vector<std::string>& link_names() const { return node_->link_names(); }
-  const std::vector<double>& link_bytes() const { return link_bytes_; }
+  const std::vector<double>& link_bytes() const { return meter_.link_bytes(); }
   // Bytes this instance's transfers have actually carried over each link up to now: the progress of every
   // transfer over it, so that the difference between two readings over bandwidth x elapsed time is the
   // link's mean utilisation between them (the time-series' util_ columns).
-  std::vector<double> carried_bytes();
+  std::vector<double> carried_bytes() { return meter_.carried_bytes(); }
   double bandwidth(size_t link) const { return node_->links().links()[link].bandwidth; }
 
   int gpus() const { return gpus_; }
@@ -80,21 +81,7 @@ class Platform {
   std::shared_ptr<const NodeZone> node_;
   int first_gpu_ = 0;
   int gpus_ = 0;
-  std::vector<double> link_bytes_;
-  // Transfers whose progress is not yet all in carried_: the Comm, the links it crosses (node_'s route,
-  // which lives as long as the platform), its size and the bytes of it already counted.
-  struct Flow {
-    simgrid::s4u::CommPtr comm;
-    const std::vector<int>* links;
-    double bytes = 0;
-    double counted = 0;
-  };
-  void count(Flow& flow, double done);
-  void prune();
-  std::vector<Flow> flows_;
-  // transfer() prunes flows_ when it reaches this size, so that it stays within twice the flows moving.
-  size_t prune_at_ = 64;
-  std::vector<double> carried_;
+  FlowMeter meter_;
 };
 
 // Runs `body` as the only actor on a fresh engine and platform, in a child process (isolated_run.h),
