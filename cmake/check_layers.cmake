@@ -11,7 +11,7 @@ set(KVTIER_PARTS
   "sim/workload|sim/core sim/workload"
   "sim/cache|sim/core sim/workload sim/cache"
   "sim/serving|sim/core sim/workload sim/cache sim/serving"
-  "sim/cluster|sim/core sim/workload sim/cache sim/cluster"
+  "sim/cluster|sim/core sim/workload sim/cache sim/serving sim/cluster"
   "sim/engine|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine"
   "sim/engine/simgrid|sim/core sim/workload sim/cache sim/serving sim/cluster sim/engine sim/engine/simgrid"
   "sim/app|sim/core sim/workload sim/cache sim/app"

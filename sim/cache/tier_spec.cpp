@@ -98,10 +98,11 @@ std::optional<LoadPath> load_path_on(const HardwareConfig& hardware, const Confi
 
 // `medium`, when given, is the tier's medium, and the map has no `medium` key; `given_layout` is its
 // layout, and the map has no `kv` key.
+// `definition` names the schema definition the map's keys go to (schema: the pool's are its own).
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
                     const std::optional<int64_t>& given_capacity_bytes, std::optional<Medium> medium = {},
-                    const std::optional<KvLayout>& given_layout = {}) {
-  node.schema_definition("tier");
+                    const std::optional<KvLayout>& given_layout = {}, const char* definition = "tier") {
+  node.schema_definition(definition);
   node.allow_keys({"medium", "name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy",
                    "prefix_aware", "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
   TierSpec tier;
@@ -134,6 +135,13 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 }
 
 }  // namespace
+
+TierSpec parse_pool_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens) {
+  node.allow_keys({"name", "kv", "capacity", "policy", "recency_order"});
+  TierSpec pool = parse_tier(node, 1, model, block_tokens, std::nullopt, Medium::kRemote, std::nullopt, "pool");
+  pool.name = node.string("name", "pool");
+  return pool;
+}
 
 PolicyKind parse_policy(const ConfigNode& node) {
   PolicyKind kind = PolicyKind::kLru;

@@ -80,6 +80,11 @@ std::vector<TierSpec> parse_tiers(const ConfigNode& tiers, const ModelCard& mode
                                   const HardwareConfig* hardware = nullptr,
                                   const std::optional<KvLayout>& tier0_layout = std::nullopt);
 
+// A cluster's shared KV pool (a scenario's `cluster.pool`): a tier below every instance's own tiers, shared
+// by all of them and reached over the network, so its medium is `remote`. Keys: name (default "pool"), kv,
+// capacity (bytes with a unit), policy, recency_order. Throws ConfigError located at the
+// offending key.
+TierSpec parse_pool_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens);
 // A tier's `policy` value (a name of policy_names()), and a size in bytes with a unit that kvtier can count
 // (at most 8 EiB); both throw ConfigError located at `node`. LMCache files size and name their tiers so too.
 PolicyKind parse_policy(const ConfigNode& node);

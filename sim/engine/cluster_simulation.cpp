@@ -7,8 +7,10 @@
 
 #include "sim/cluster/routed_driver.h"
 #include "sim/cluster/router.h"
+#include "sim/cluster/shared_pool.h"
 #include "sim/core/checked_file.h"
 #include "sim/engine/run_cost.h"
+#include "sim/engine/simgrid/pool_network.h"
 #include "sim/engine/simgrid/run_parts.h"
 #include "sim/engine/workload.h"
 
@@ -40,9 +42,9 @@ class RouterFeed : public CacheEventSink {
 // One replica: its cache, the driver the router feeds, its records and summary, its engine.
 struct Replica {
   Replica(const Scenario& s, const CostModel& cost, Router& router, int index,
-          std::shared_ptr<const NodeZone> node, int first_gpu, double window_s,
-          const std::function<void(const RequestRecord&, int)>& record, ReplayDriver& cluster_driver,
-          sg4::Mailbox* router_bell)
+          std::shared_ptr<const NodeZone> node, int first_gpu, const std::vector<std::string>& tiers,
+          double window_s, const std::function<void(const RequestRecord&, int)>& record,
+          ReplayDriver& cluster_driver, sg4::Mailbox* router_bell, SharedPool* pool)
       : index(index),
         cache(s.tiers),
         platform(std::move(node), first_gpu, s.gpus),
@@ -50,7 +52,7 @@ struct Replica {
           cluster_driver.on_complete(id, now);
           ring(router_bell);
         }),
-        summary(tier_names(s), s.slo, window_s),
+        summary(tiers, s.slo, window_s),
         records([this, record](const RequestRecord& r) {
           summary.add(r);
           record(r, this->index);
@@ -59,6 +61,11 @@ struct Replica {
         doorbell(sg4::Mailbox::by_name("instance" + std::to_string(index))) {
     InstanceConfig config = instance_config(s);
     config.cache_observer = &feed;
+    if (pool != nullptr) {  // the tier after the instance's own, on the remote medium
+      config.shared_tier = pool;
+      config.tier_media.push_back(Medium::kRemote);
+      config.tier_names.push_back(pool->spec().name);
+    }
     engine = std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
     engine->listen(doorbell);
   }
@@ -110,25 +117,60 @@ void route_requests(ReplayDriver& workload, Router& router, Replicas& replicas, 
   }
 }
 
-// The cluster's state every interval: queues and HBM summed over replicas, the hit rate per tier over
-// every replica's admissions, and each node's links carrying what its replicas moved.
-void sample_cluster(const Scenario& s, Replicas& replicas, const std::vector<std::vector<Replica*>>& by_node,
+// Every link of the cluster: each node's (`n0.dram`, ...), each carrying what its replicas moved, then
+// with a pool its NICs (pool_network.h), and everything the pool moved on any of them.
+class ClusterLinks {
+ public:
+  ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, const PoolNetwork* pool)
+      : by_node_(by_node), pool_(pool) {
+    for (const std::vector<Replica*>& node : by_node_) {
+      const std::vector<std::string>& names = node.front()->platform.link_names();
+      names_.insert(names_.end(), names.begin(), names.end());
+    }
+    if (pool_ != nullptr) names_ = pool_->link_names();
+  }
+  const std::vector<std::string>& names() const { return names_; }
+  double bandwidth(size_t l) const {
+    if (pool_ != nullptr) return pool_->bandwidth(l);
+    const size_t per_node = by_node_.front().front()->platform.link_names().size();
+    return by_node_[l / per_node].front()->platform.bandwidth(l % per_node);
+  }
+  std::vector<double> started_bytes() const {
+    return total([](Replica& r) { return r.platform.link_bytes(); }, pool_ ? pool_->link_bytes() : std::vector<double>{});
+  }
+  std::vector<double> carried_bytes() {
+    return total([](Replica& r) { return r.platform.carried_bytes(); },
+                 pool_ ? const_cast<PoolNetwork*>(pool_)->carried_bytes() : std::vector<double>{});
+  }
+
+ private:
+  template <typename Read>
+  std::vector<double> total(Read read, std::vector<double> from_pool) const {
+    std::vector<double> bytes(names_.size(), 0);
+    for (size_t l = 0; l < from_pool.size(); ++l) bytes[l] = from_pool[l];
+    size_t offset = 0;
+    for (const std::vector<Replica*>& node : by_node_) {
+      for (Replica* r : node) {
+        const std::vector<double> mine = read(*r);
+        for (size_t l = 0; l < mine.size(); ++l) bytes[offset + l] += mine[l];
+      }
+      offset += node.front()->platform.link_names().size();
+    }
+    return bytes;
+  }
+
+  const std::vector<std::vector<Replica*>>& by_node_;
+  const PoolNetwork* pool_;
+  std::vector<std::string> names_;
+};
+
+// The cluster's state every interval: queues and HBM summed over replicas, the hit rate per tier (the
+// pool's included) over every replica's admissions, and the cluster's links.
+void sample_cluster(const Scenario& s, Replicas& replicas, ClusterLinks& cluster_links, size_t tiers,
                     const std::function<void(const TimeSample&)>& taken) {
   sg4::Actor::self()->daemonize();
-  std::vector<LinkSampler> links;
-  for (const std::vector<Replica*>& node : by_node) {
-    links.emplace_back(
-        [&node] {
-          std::vector<double> carried = node.front()->platform.carried_bytes();
-          for (size_t r = 1; r < node.size(); ++r) {
-            std::vector<double> more = node[r]->platform.carried_bytes();
-            for (size_t l = 0; l < carried.size(); ++l) carried[l] += more[l];
-          }
-          return carried;
-        },
-        [&node](size_t l) { return node.front()->platform.bandwidth(l); });
-  }
-  const size_t tiers = s.tiers.size();
+  LinkSampler links([&] { return cluster_links.carried_bytes(); },
+                    [&](size_t l) { return cluster_links.bandwidth(l); });
   while (true) {
     sg4::this_actor::sleep_for(s.sample_interval_s);
     const double now = sg4::Engine::get_clock();
@@ -148,10 +190,7 @@ void sample_cluster(const Scenario& s, Replicas& replicas, const std::vector<std
     }
     for (size_t t = 0; t < tiers; ++t)
       total.tier_hit_rate.push_back(input > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input) : 0);
-    for (LinkSampler& node : links) {
-      std::vector<double> busy = node.utilisation(now);
-      total.link_utilisation.insert(total.link_utilisation.end(), busy.begin(), busy.end());
-    }
+    total.link_utilisation = links.utilisation(now);
     taken(total);
   }
 }
@@ -181,6 +220,16 @@ nlohmann::json router_json(const RouterConfig& r) {
           {"staleness_s", r.staleness_s}};
 }
 
+nlohmann::json pool_json(const SharedPool& pool) {
+  return {{"name", pool.spec().name},
+          {"bytes_per_block", pool.spec().bytes_per_block()},
+          {"capacity_blocks", pool.capacity_blocks()},
+          {"used_blocks", pool.used_blocks()},
+          {"stored_blocks", pool.stored_blocks()},
+          {"evicted_blocks", pool.evicted_blocks()},
+          {"hit_blocks", pool.hit_blocks()}};
+}
+
 }  // namespace
 
 nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& options) {
@@ -197,28 +246,30 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   // a limit that a message of no bytes would feel.
   sg4::NetZone* zone = sg4::create_full_zone("cluster");
   std::vector<std::shared_ptr<const NodeZone>> nodes;
-  std::vector<std::string> link_names;
   sg4::Host* router_host = zone->create_host("router", 1.0)->seal();
   sg4::Link* router_link = zone->create_link("router", 1e30)->seal();
   for (int n = 0; n < cluster.nodes(); ++n) {
-    nodes.push_back(
-        std::make_shared<const NodeZone>(zone, hardware, hardware.gpu.count, "n" + std::to_string(n) + "."));
+    std::string prefix = "n";  // built in steps: GCC 12 misreads "n" + to_string(n) + "." (-Wrestrict)
+    prefix += std::to_string(n);
+    prefix += '.';
+    nodes.push_back(std::make_shared<const NodeZone>(zone, hardware, hardware.gpu.count, prefix));
     zone->add_route(router_host->get_netpoint(), nodes.back()->dram()->get_netpoint(), nullptr, nullptr,
                     {sg4::LinkInRoute(router_link)}, true);
-    const std::vector<std::string>& names = nodes.back()->link_names();
-    link_names.insert(link_names.end(), names.begin(), names.end());
+  }
+  std::unique_ptr<PoolNetwork> network;
+  std::unique_ptr<SharedPool> pool;
+  if (cluster.pool) {
+    network = std::make_unique<PoolNetwork>(zone, nodes, hardware);
+    pool = std::make_unique<SharedPool>(*cluster.pool);
   }
   zone->seal();
 
   WorkloadPlan workload =
       options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
   const CostModel cost = instance_cost_model(s);
-  const std::vector<std::string> tiers = tier_names(s);
+  std::vector<std::string> tiers = tier_names(s);
+  if (pool) tiers.push_back(pool->spec().name);
   std::unique_ptr<ClusterFiles> files;
-  if (!options.out_dir.empty()) {
-    create_checked_folder(options.out_dir);
-    files = std::make_unique<ClusterFiles>(options.out_dir, tiers, link_names);
-  }
   RequestSummary total(tiers, s.slo, workload.window_s);
   auto record = [&](const RequestRecord& r, int instance) {
     total.add(r);
@@ -231,9 +282,16 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   for (int i = 0; i < cluster.instances; ++i) {
     const int node = i / cluster.instances_per_node;
     const int first_gpu = (i % cluster.instances_per_node) * s.gpus;
-    replicas.push_back(std::make_unique<Replica>(s, cost, router, i, nodes[node], first_gpu, workload.window_s,
-                                                 record, *workload.driver, router_bell));
+    replicas.push_back(std::make_unique<Replica>(s, cost, router, i, nodes[node], first_gpu, tiers,
+                                                 workload.window_s, record, *workload.driver, router_bell,
+                                                 pool.get()));
+    if (network) replicas.back()->platform.use_pool(network.get(), node);
     by_node[node].push_back(replicas.back().get());
+  }
+  ClusterLinks links(by_node, network.get());
+  if (!options.out_dir.empty()) {
+    create_checked_folder(options.out_dir);
+    files = std::make_unique<ClusterFiles>(options.out_dir, tiers, links.names());
   }
 
   std::optional<ProgressLine> progress;
@@ -258,7 +316,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     });
   }
   sg4::Actor::create("sampler", router_host, [&] {
-    sample_cluster(s, replicas, by_node, [&](const TimeSample& t) {
+    sample_cluster(s, replicas, links, tiers.size(), [&](const TimeSample& t) {
       if (files) files->series.write(t);
     });
   });
@@ -270,19 +328,10 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   }
   const double end_s = sg4::Engine::get_clock();
 
-  // Totals: every link of every node, the bytes its replicas put on it.
-  std::vector<double> link_bytes;
-  TrafficTotals traffic(static_cast<int>(tiers.size()));
+  TrafficTotals traffic(static_cast<int>(s.tiers.size()));
   nlohmann::json instances = nlohmann::json::array();
   int64_t steps = 0, transfers = 0;
   double busy_s = 0;
-  for (size_t n = 0; n < nodes.size(); ++n) {
-    std::vector<double> bytes(nodes[n]->link_names().size(), 0);
-    for (Replica* r : by_node[n]) {
-      for (size_t l = 0; l < bytes.size(); ++l) bytes[l] += r->platform.link_bytes()[l];
-    }
-    link_bytes.insert(link_bytes.end(), bytes.begin(), bytes.end());
-  }
   for (auto& r : replicas) {
     const InstanceState& st = r->engine->state();
     steps += st.steps;
@@ -297,7 +346,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     one["cache_traffic"] = cache_traffic_json(r->cache);
     instances.push_back(std::move(one));
   }
-  nlohmann::json summary = total.to_json(link_names, link_bytes);
+  nlohmann::json summary = total.to_json(links.names(), links.started_bytes());
   summary["window_s"] = std::min(workload.window_s, end_s);
   summary["scenario"] = s.name;
   summary["workload"] = workload.description;
@@ -306,17 +355,18 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   summary["transfers"] = transfers;
   summary["events"] = steps + transfers + summary["requests_issued"].get<int64_t>() +
                       summary["requests_completed"].get<int64_t>();
-  summary["cache_traffic"] = cache_traffic_json(traffic, tiers);
+  summary["cache_traffic"] = cache_traffic_json(traffic, tier_names(s));
   int64_t cache_events = 0;
   for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
   summary["cache_events"] = cache_events;
   summary["gpu_busy_s"] = busy_s;
   summary["sessions_fit"] = sessions_fit_json(s);
   summary["deployment"] = {{"instances", cluster.instances},
-                        {"nodes", cluster.nodes()},
-                        {"instances_per_node", cluster.instances_per_node},
-                        {"gpus_per_instance", s.gpus},
-                        {"router", router_json(cluster.router)}};
+                           {"nodes", cluster.nodes()},
+                           {"instances_per_node", cluster.instances_per_node},
+                           {"gpus_per_instance", s.gpus},
+                           {"router", router_json(cluster.router)}};
+  if (pool) summary["pool"] = pool_json(*pool);
   summary["instances"] = std::move(instances);
   if (progress) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});

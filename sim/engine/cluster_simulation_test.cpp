@@ -12,6 +12,8 @@
 
 #include "sim/core/config_error_test_support.h"
 #include "sim/engine/isolated_run.h"
+#include "sim/workload/trace_reader.h"
+#include "sim/workload/trace_stats.h"
 
 namespace kvtier {
 namespace {
@@ -183,6 +185,44 @@ TEST(Cluster, AStaleCacheViewCostsThePrefixAwareRouterHits) {
   EXPECT_LT(stale, 0.9 * fresh) << stale << " against " << fresh;
 }
 
+// The pool is striped over both nodes: of every block it loads or stores, the half on the other node
+// crosses the network, once out of one NIC and once into another.
+TEST(ClusterPool, TheNetworkCarriesTheRemoteHalfOfThePoolsBlocks) {
+  nlohmann::json s = run(scenario(scenario_text(
+      "cluster: {instances: 16, pool: {kv: int4, capacity: 10GiB}}\n")));
+  ASSERT_EQ(s["deployment"]["nodes"], 2);
+  const nlohmann::json& pool = s["pool"];
+  ASSERT_GT(pool["hit_blocks"].get<int64_t>(), 0);
+  ASSERT_GT(pool["evicted_blocks"].get<int64_t>(), 0);  // 10 GiB is less than the blocks of two minutes
+  const double moved = static_cast<double>(pool["hit_blocks"].get<int64_t>() + pool["stored_blocks"].get<int64_t>()) *
+                       pool["bytes_per_block"].get<double>();
+  std::map<std::string, double> bytes;
+  for (const auto& link : s["link_bytes"]) bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  EXPECT_NEAR(bytes.at("n0.nic_out") + bytes.at("n1.nic_out"), moved / 2, 1e-9 * moved);
+  EXPECT_NEAR(bytes.at("n0.nic_in") + bytes.at("n1.nic_in"), moved / 2, 1e-9 * moved);
+  EXPECT_EQ(s["requests_completed"], s["requests_issued"]);
+  EXPECT_GT(s["hit_rate_tokens"][2]["tokens"].get<int64_t>(), 0);  // the pool's column
+  EXPECT_EQ(s["hit_rate_tokens"][2]["tier"], "pool");
+}
+
+// With every block kept and transfers free, whichever replica a turn lands on finds its prefix in the
+// pool: the cluster's hits come to the trace's own bound, the prefix hit rate of an infinite cache
+// (`kvtier trace stats`), where round-robin over private tiers keeps less than half of it.
+TEST(ClusterPool, AnUnboundedPoolReachesTheTracesPrefixHitRate) {
+  std::unique_ptr<RequestStream> trace = open_trace(kTrace, TraceReadOptions{});
+  const double bound = compute_trace_stats(*trace).token_hit_rate();
+  auto hit_rate = [](const std::string& pool) {
+    nlohmann::json s = run(
+        scenario(scenario_text("cluster: {instances: 8" + pool + "}\nallow_oversubscribe: true\n", kTrace, 700)), "",
+        true);
+    return s["hit_rate_total"].get<double>();
+  };
+  const double private_tiers = hit_rate("");
+  const double pooled = hit_rate(", pool: {kv: bf16, capacity: 100TiB}");
+  EXPECT_LT(private_tiers, 0.5 * bound);
+  EXPECT_NEAR(pooled, bound, 1e-4);
+}
+
 TEST(Cluster, BadClustersFailAtTheirKey) {
   auto error = [](const std::string& cluster, const std::string& dram = "64GiB") {
     std::string text = scenario_text(cluster);
@@ -199,6 +239,17 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
   EXPECT_NE(error("cluster: {instances: 8}\n", "300GiB").find("cache.tiers[1].capacity: 8 instances' tiers of 300.0 GiB do not fit in the node's DRAM"),
             std::string::npos) << error("cluster: {instances: 8}\n", "300GiB");
   EXPECT_EQ(error("cluster: {instances: 2}\n", "300GiB"), "(no error)");
+  // A pool of 3 TiB over one node, beside eight 64 GiB tiers: 3.5 TiB on a node of 2 TB.
+  EXPECT_EQ(error("cluster: {instances: 8, pool: {kv: bf16, capacity: 3TiB}}\n"),
+            "test.yaml:11:52: cluster.pool.capacity: the pool's share of each node (3.0 TiB), with the node's "
+            "replicas' DRAM tiers, needs 3.5 TiB of DRAM, more than the 1.8 TiB of 8x H100 SXM (DGX H100 class); "
+            "make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe)");
+  EXPECT_EQ(error("cluster: {instances: 16, pool: {kv: bf16, capacity: 2TiB}}\n"), "(no error)");  // 1 TiB a node
+  std::string with_remote = scenario_text("cluster: {instances: 2, pool: {kv: bf16, capacity: 1TiB}}\n");
+  with_remote.insert(with_remote.find("workload:"), "    - {medium: remote, kv: bf16, capacity: 1TiB}\n");
+  EXPECT_NE(testing::error_of([&] { scenario(with_remote); })
+                .find("cluster.pool: the instance already has a remote tier ('remote'); a cluster's pool takes its place"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -33,14 +33,19 @@ HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Ca
 }
 
 // Each tier's conversions to and from HBM's layout on the instance (charged_conversion_bytes_per_s).
-std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration) {
+// The GPUs' rates converting a tier's layout to HBM's (load) and back (store).
+ConversionRates conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration,
+                                 const KvLayout& layout) {
   auto rate = [&](const KvLayout& from, const KvLayout& to) {
     return charged_conversion_bytes_per_s(calibration, s.model, from, to, s.hardware.gpu.hbm_bandwidth,
                                           s.gpus);
   };
+  return {rate(layout, s.tiers[0].layout), rate(s.tiers[0].layout, layout)};
+}
+
+std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration) {
   std::vector<ConversionRates> rates;
-  for (const TierSpec& tier : s.tiers)
-    rates.push_back({rate(tier.layout, s.tiers[0].layout), rate(s.tiers[0].layout, tier.layout)});
+  for (const TierSpec& tier : s.tiers) rates.push_back(conversion_rates(s, calibration, tier.layout));
   return rates;
 }
 
@@ -214,12 +219,31 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
   }
 }
 
+// The pool's share of each node's DRAM, beside the DRAM tiers of the node's replicas, must fit in it.
+void check_pool_fits(const ConfigNode& pool, const ClusterSpec& c, bool allow_oversubscribe, Scenario& s) {
+  const double share = static_cast<double>(c.pool->capacity_bytes) / c.nodes();
+  double used = share;
+  for (const TierSpec& tier : s.tiers) {
+    if (tier.medium == Medium::kDram)
+      used += static_cast<double>(tier.capacity_bytes) * std::min(c.instances, c.instances_per_node);
+  }
+  if (used <= s.hardware.dram_capacity) return;
+  const std::string message = "the pool's share of each node (" + format_bytes(share) +
+                              "), with the node's replicas' DRAM tiers, needs " + format_bytes(used) +
+                              " of DRAM, more than the " + format_bytes(s.hardware.dram_capacity) + " of " +
+                              s.hardware.name;
+  ConfigNode key = pool.has("capacity") ? pool.child("capacity") : pool;
+  if (!allow_oversubscribe)
+    key.fail(message + "; make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe)");
+  s.warnings.push_back(key.where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
+}
+
 // `cluster:`: how many replicas, and the router in front of them. Replicas fill a node's GPUs before the
 // next node.
 void parse_cluster(const ConfigNode& root, Scenario& s) {
   std::optional<ConfigNode> node = root.optional_child("cluster");
   if (!node) return;
-  node->allow_keys({"instances", "router"});
+  node->allow_keys({"instances", "router", "pool"});
   ClusterSpec c;
   const int64_t instances = node->integer("instances");
   if (instances < 1 || instances > kMaxClusterInstances) {
@@ -239,6 +263,20 @@ void parse_cluster(const ConfigNode& root, Scenario& s) {
     c.router.prefill_weight = router->number("prefill_weight", 1.0);
     if (c.router.prefill_weight < 0) router->child("prefill_weight").fail("expected a weight >= 0");
     c.router.staleness_s = router->quantity("staleness", UnitKind::kDuration, 0.0);
+  }
+  if (std::optional<ConfigNode> pool = node->optional_child("pool")) {
+    for (const TierSpec& tier : s.tiers) {
+      if (tier.medium == Medium::kRemote)
+        pool->fail("the instance already has a remote tier ('" + tier.name + "'); a cluster's pool takes its place");
+    }
+    c.pool = parse_pool_tier(*pool, s.model, s.block_tokens);
+    if (c.pool->capacity_blocks() < 1) pool->fail("expected a pool of at least one block");
+    check_pool_fits(*pool, c, root.boolean("allow_oversubscribe", false), s);
+    // A hit comes from every node at once, over the replica's NIC and its GPUs' PCIe.
+    const HardwareConfig& hw = s.hardware;
+    if (hw.network.bandwidth <= 0) pool->fail("the hardware file '" + hw.name + "' has no network to reach a pool over");
+    c.pool_load_path = {Medium::kRemote, "the pool over the network", std::min(hw.network.bandwidth, hw.pcie_h2d.bandwidth * s.gpus),
+                        hw.network.latency + hw.pcie_h2d.latency};
   }
   s.cluster = c;
 }
@@ -308,6 +346,7 @@ Scenario parse_scenario(const ConfigNode& root) {
   check_tiers_fit_the_node(root.child("cache").child("tiers").elements(),
                            root.boolean("allow_oversubscribe", false), s);
   s.tier_conversions = tier_conversion_rates(s, calibration);
+  if (s.cluster && s.cluster->pool) s.cluster->pool_conversion = conversion_rates(s, calibration, s.cluster->pool->layout);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);
   if (root.has("cost")) s.cost = parse_cost_file(load_config(root.string("cost"), "configs/costs"));
@@ -472,6 +511,10 @@ SchedulerConfig scheduler_config(const Scenario& s) {
   c.tier_conversions = s.tier_conversions;
   c.recompute_when_faster = s.recompute_when_faster;
   for (const TierSpec& tier : s.tiers) c.tier_load_paths.push_back(tier.load_path.value_or(LoadPath{}));
+  if (s.cluster && s.cluster->pool) {  // the shared tier comes after the instance's own
+    c.tier_conversions.push_back(s.cluster->pool_conversion);
+    c.tier_load_paths.push_back(s.cluster->pool_load_path);
+  }
   return c;
 }
 

@@ -40,6 +40,12 @@ struct ClusterSpec {
   int instances = 1;
   int instances_per_node = 1;  // derived: the node's GPUs over the instance's
   RouterConfig router;
+  // `cluster.pool`: a KV pool below every replica's tiers, shared by all, striped over every node's DRAM
+  // and reached over the network; with it, the path of its hits to a replica's HBM and the GPUs' rate
+  // converting its layout.
+  std::optional<TierSpec> pool;
+  LoadPath pool_load_path;
+  ConversionRates pool_conversion;
 
   int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
 };

@@ -17,6 +17,7 @@ struct Scheduler::Sequence {
   double load_started_s = 0;
   std::vector<double> load_weights;  // per tier, its uncontended load time: how a wait splits over tiers
   std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
+  int64_t shared_blocks = 0;         // blocks after the cache's hits that the shared tier holds
 
   bool loading() const { return load.has_value(); }
   bool prefill_done() const { return prefilled >= request.input_tokens; }
@@ -48,7 +49,7 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
       records_(records),
       state_(state),
       events_(std::make_unique<EventCollector>(config_.cache_observer)) {
-  state_.hits_since_sample.assign(cache_.tier_count(), 0);
+  state_.hits_since_sample.assign(tier_count(), 0);
   cache_.set_event_sink(events_.get());
 }
 
@@ -107,8 +108,8 @@ void Scheduler::take_arrivals() {
     seq->request.output_tokens =
         std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least
     r.output_tokens = seq->request.output_tokens;
-    r.hit_tokens.assign(cache_.tier_count(), 0);
-    r.load_wait_by_tier.assign(cache_.tier_count(), 0);
+    r.hit_tokens.assign(tier_count(), 0);
+    r.load_wait_by_tier.assign(tier_count(), 0);
     seq->record = records_.add(std::move(r));
     if (seq->request.input_tokens <= 0) {
       reject(*seq);  // no prompt: no step could ever produce its first token
@@ -145,6 +146,10 @@ void Scheduler::admit_waiting() {
 bool Scheduler::admit(Sequence& seq) {
   events_->events.clear();
   if (!cache_.admit(seq.request.block_ids, seq.admission)) return false;
+  if (config_.shared_tier != nullptr) {
+    seq.shared_blocks = config_.shared_tier->leading_run(
+        std::span(seq.request.block_ids).subspan(static_cast<size_t>(seq.admission.prefix.hit_blocks)));
+  }
   record(seq).admitted_s = backend_.now();
   count_hits(seq);
   state_.input_since_sample += seq.request.input_tokens;
@@ -161,12 +166,18 @@ void Scheduler::count_hits(Sequence& seq) {
   const int64_t block_tokens = cache_.tier(0).block_tokens;
   int64_t budget = seq.request.input_tokens - 1;
   const PrefixHit& hit = seq.admission.prefix;
-  for (size_t b = 0; b < hit.tier_of_block.size() && budget > 0; ++b) {
+  auto count = [&](int tier) {
     int64_t tokens = std::min(block_tokens, budget);
-    r.hit_tokens[hit.tier_of_block[b]] += tokens;
-    state_.hits_since_sample[hit.tier_of_block[b]] += tokens;
+    r.hit_tokens[tier] += tokens;
+    state_.hits_since_sample[tier] += tokens;
     budget -= tokens;
-  }
+  };
+  for (size_t b = 0; b < hit.tier_of_block.size() && budget > 0; ++b) count(hit.tier_of_block[b]);
+  for (int64_t b = 0; b < seq.shared_blocks && budget > 0; ++b) count(cache_.tier_count());
+}
+
+const KvLayout& Scheduler::layout_of(int tier) const {
+  return tier < cache_.tier_count() ? cache_.tier(tier).layout : config_.shared_tier->spec().layout;
 }
 
 // Which tiers' hits to load and which to recompute. The cache's state is the same either way (the blocks
@@ -182,7 +193,7 @@ void Scheduler::choose_loads(Sequence& seq) {
     if (tokens == 0) continue;
     if (config_.recompute_when_faster) {
       const LoadPath& path = config_.tier_load_paths[t];
-      double bytes = static_cast<double>(cache_.tier(static_cast<int>(t)).layout.bytes_per_token() * tokens);
+      double bytes = static_cast<double>(layout_of(static_cast<int>(t)).bytes_per_token() * tokens);
       double load_s = path.latency + bytes / path.bandwidth;
       seq.recompute_tier[t] = cost_.prefill_seconds(hits - tokens, tokens) < load_s;
     }
@@ -194,7 +205,7 @@ void Scheduler::choose_loads(Sequence& seq) {
 // write-throughs into stores nobody waits for. The link carries the lower tier's layout; the GPU converts
 // to and from HBM's layout, which the next step pays for.
 void Scheduler::start_transfers(Sequence* waiter) {
-  load_bytes_.assign(cache_.tier_count(), 0);
+  load_bytes_.assign(tier_count(), 0);
   for (const CacheEvent& e : events_->events) {
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
     if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
@@ -212,6 +223,7 @@ void Scheduler::start_transfers(Sequence* waiter) {
     }
     backend_.start_store(e.from_tier, e.to_tier, bytes);
   }
+  if (config_.shared_tier != nullptr) start_shared_transfers(waiter);
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
     waiter->load = backend_.start_load(load_bytes_);
@@ -223,6 +235,30 @@ void Scheduler::start_transfers(Sequence* waiter) {
     waiter->load_weights[t] =
         priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
                : load_bytes_[t];  // no path given: by bytes
+  }
+}
+
+// The shared tier's part: the waiter's blocks it holds join its load (unless recomputed), and each block
+// placed in HBM is written through to it, unless it holds the block already. Its layout converts to and
+// from HBM's on the GPU, as a lower tier's does.
+void Scheduler::start_shared_transfers(Sequence* waiter) {
+  const int shared = cache_.tier_count();
+  const bool converts = layout_of(shared) != layout_of(0);
+  const auto shared_bytes = static_cast<double>(config_.shared_tier->spec().bytes_per_block());
+  const auto hbm_bytes = static_cast<double>(cache_.tier(0).bytes_per_block());
+  auto convert = [&](double blocks, bool load) {
+    if (!converts) return;
+    const ConversionRates& rates = config_.tier_conversions.at(shared);
+    conversion_s_ += blocks * (shared_bytes + hbm_bytes) / (load ? rates.load_bytes_per_s : rates.store_bytes_per_s);
+  };
+  if (waiter != nullptr && waiter->shared_blocks > 0 && !waiter->recompute_tier[shared]) {
+    load_bytes_[shared] += static_cast<double>(waiter->shared_blocks) * shared_bytes;
+    convert(static_cast<double>(waiter->shared_blocks), true);
+  }
+  for (const CacheEvent& e : events_->events) {
+    if (e.kind != CacheEventKind::kPlace || !config_.shared_tier->store(e.block)) continue;
+    convert(1, false);
+    backend_.start_store(0, shared, shared_bytes);
   }
 }
 

@@ -41,6 +41,7 @@
 #include "sim/core/cost_model.h"
 #include "sim/serving/request_log.h"
 #include "sim/serving/serving_backend.h"
+#include "sim/serving/shared_tier.h"
 #include "sim/serving/step_plan.h"
 #include "sim/workload/replay.h"
 
@@ -62,6 +63,10 @@ struct SchedulerConfig {
   // Told of every event of the cache as well (not owned; null for none): a cluster's router follows each
   // instance's cache this way.
   CacheEventSink* cache_observer = nullptr;
+  // A tier below the cache's, shared with other instances (not owned; null for none): a cluster's KV pool
+  // (shared_tier.h). It counts as the tier after the cache's last, in records, tier_conversions and
+  // tier_load_paths, and in the backend's loads and stores.
+  SharedTier* shared_tier = nullptr;
 };
 
 // The figures a sampler reads while the scheduler runs (it may reset the since-sample counters).
@@ -117,6 +122,10 @@ class Scheduler {
   void fit_decode_kv();
   void preempt_newest();
   RequestRecord& record(const Sequence& seq);
+  // The cache's tiers, and the shared tier after them when there is one.
+  int tier_count() const { return cache_.tier_count() + (config_.shared_tier != nullptr ? 1 : 0); }
+  const KvLayout& layout_of(int tier) const;
+  void start_shared_transfers(Sequence* waiter);
 
   SchedulerConfig config_;
   const CostModel& cost_;

@@ -7,6 +7,7 @@
 
 #include <deque>
 #include <map>
+#include <set>
 
 #include "sim/core/config_files.h"
 
@@ -128,6 +129,27 @@ Request request(uint64_t id, uint64_t first_id, int64_t blocks, int64_t output_t
   return r;
 }
 
+// A shared tier holding a fixed set of blocks, noting what is stored into it.
+class SetTier : public SharedTier {
+ public:
+  explicit SetTier(std::set<uint64_t> held) : spec_(tier("pool", 1000)), held_(std::move(held)) {}
+  const TierSpec& spec() const override { return spec_; }
+  int64_t leading_run(std::span<const uint64_t> block_ids) override {
+    int64_t run = 0;
+    while (run < static_cast<int64_t>(block_ids.size()) && held_.contains(block_ids[run])) ++run;
+    return run;
+  }
+  bool store(uint64_t block) override {
+    stored.push_back(block);
+    return held_.insert(block).second;
+  }
+  std::vector<uint64_t> stored;
+
+ private:
+  TierSpec spec_;
+  std::set<uint64_t> held_;
+};
+
 std::vector<uint64_t> prefill_ids(const StepPlan& plan) {
   std::vector<uint64_t> ids;
   for (const PrefillChunk& c : plan.prefills) ids.push_back(c.request_id);
@@ -146,6 +168,42 @@ TEST(Scheduler, AdmitsInArrivalOrderUpToMaxRunning) {
   EXPECT_EQ(h.scheduler->running_count(), 2);
   EXPECT_EQ(h.scheduler->waiting_count(), 1);
   EXPECT_EQ(h.records[2].admitted_s, -1);
+}
+
+TEST(Scheduler, ASharedTierServesThePrefixPastTheCachesHitsAndTakesWhatIsPlaced) {
+  // HBM holds block 100; the shared tier 101 and 102. A request of blocks 100-104 (20 tokens) hits 100 in
+  // HBM, loads 101-102 from the shared tier (64 bytes: 8 tokens), and prefills 103-104, which are then
+  // stored in the shared tier, each a store of one 32-byte block from tier 0 to the shared tier (tier 1).
+  SetTier shared({101, 102});
+  SchedulerConfig config;
+  config.shared_tier = &shared;
+  Harness h({tier("hbm", 100)}, config);
+  Admission warm;
+  ASSERT_TRUE(h.cache.admit(std::vector<uint64_t>{100}, warm));
+  h.cache.release(warm);
+  h.driver.add(request(0, 100, 5));
+  h.start();
+  const Decision& d = h.scheduler->decide();
+  EXPECT_EQ(h.records[0].hit_tokens, (std::vector<int64_t>{4, 8}));
+  ASSERT_EQ(h.backend.loads.size(), 1u);
+  EXPECT_EQ(h.backend.loads[0].bytes_by_tier, (std::vector<double>{0, 2.0 * kBlockBytes}));
+  ASSERT_EQ(h.backend.stores.size(), 2u);
+  for (const FakeBackend::Store& s : h.backend.stores) {
+    EXPECT_EQ(s.from_tier, 0);
+    EXPECT_EQ(s.to_tier, 1);
+    EXPECT_DOUBLE_EQ(s.bytes, kBlockBytes);
+  }
+  // Every block placed in HBM was offered to the shared tier: 101 and 102, which it held, and 103-104.
+  EXPECT_EQ(shared.stored, (std::vector<uint64_t>{101, 102, 103, 104}));
+  // Nothing to prefill until the load lands; then the 8 tokens past the hits.
+  ASSERT_EQ(d.kind, Decision::Kind::kWait);
+  h.scheduler->end_iteration();
+  h.backend.loads[0].done = true;
+  const Decision& step = h.scheduler->decide();
+  ASSERT_EQ(step.kind, Decision::Kind::kStep);
+  ASSERT_EQ(step.step.prefills.size(), 1u);
+  EXPECT_EQ(step.step.prefills[0].start_token, 12);
+  EXPECT_EQ(step.step.prefills[0].tokens, 8);
 }
 
 TEST(Scheduler, ARequestThatDoesNotFitHoldsBackTheQueue) {

@@ -4,6 +4,7 @@
 
 #include "sim/core/config.h"
 #include "sim/engine/isolated_run.h"
+#include "sim/engine/simgrid/pool_network.h"
 
 namespace sg4 = simgrid::s4u;
 
@@ -15,7 +16,7 @@ void configure_flow_model(sg4::Engine& engine) {
 }
 
 NodeZone::NodeZone(sg4::NetZone* zone, const HardwareConfig& hw, int gpus, const std::string& prefix)
-    : links_(hw, gpus) {
+    : prefix_(prefix), links_(hw, gpus) {
   dram_ = zone->create_host(prefix + "dram", 1.0)->seal();
   for (int g = 0; g < gpus; ++g)
     gpu_hosts_.push_back(zone->create_host(prefix + "gpu" + std::to_string(g), 1.0)->seal());
@@ -75,6 +76,8 @@ Platform::Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus
       meter_(node_->link_names().size()) {}
 
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
+  if (pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote))
+    return pool_->transfer(node_index_, first_gpu_, gpus_, from == Medium::kRemote, bytes);
   bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
   int shards = per_gpu ? gpus_ : 1;
   std::vector<sg4::CommPtr> comms;
@@ -90,7 +93,7 @@ std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double byte
 
 void Platform::cancel(const std::vector<sg4::CommPtr>& comms) {
   for (const sg4::CommPtr& c : comms) {
-    meter_.cancel(c);
+    if (!meter_.cancel(c) && pool_ != nullptr) pool_->cancel(c);
     c->cancel();
   }
 }

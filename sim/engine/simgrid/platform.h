@@ -37,8 +37,10 @@ class NodeZone {
   simgrid::s4u::Host* dram() const { return dram_; }
   const std::vector<std::string>& link_names() const { return link_names_; }
   int gpus() const { return static_cast<int>(gpu_hosts_.size()); }
+  const std::string& prefix() const { return prefix_; }
 
  private:
+  std::string prefix_;
   NodeLinks links_;
   std::vector<std::string> link_names_;
   simgrid::s4u::Host* dram_ = nullptr;
@@ -46,6 +48,8 @@ class NodeZone {
   simgrid::s4u::Host* remote_ = nullptr;
   std::vector<simgrid::s4u::Host*> gpu_hosts_;
 };
+
+class PoolNetwork;
 
 // What one serving instance moves over its node: transfers between media on its GPUs, and the bytes it
 // put on each of the node's links (other instances of the node count their own).
@@ -56,8 +60,16 @@ class Platform {
   // The instance on GPUs first_gpu .. first_gpu + gpus - 1 of a node built by the caller.
   Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus);
 
+  // In a cluster with a shared KV pool: the instance is on node `node`, and copies to and from the remote
+  // medium go to the pool (pool_network.h), which meters them. REQUIRES: the instance has no remote tier.
+  void use_pool(PoolNetwork* pool, int node) {
+    pool_ = pool;
+    node_index_ = node;
+  }
+
   // Starts moving `bytes` from one medium to another. A transfer that starts or ends in HBM is split
-  // evenly over the instance's GPUs (each holds its shard of every layer), so it returns one Comm per GPU.
+  // evenly over the instance's GPUs (each holds its shard of every layer), so it returns one Comm per GPU
+  // (per GPU and node, to and from a shared pool).
   std::vector<simgrid::s4u::CommPtr> transfer(Medium from, Medium to, double bytes);
 
   // Cancels a transfer this platform started, counting what it had carried (a cancelled Comm no longer
@@ -82,6 +94,8 @@ class Platform {
   int first_gpu_ = 0;
   int gpus_ = 0;
   FlowMeter meter_;
+  PoolNetwork* pool_ = nullptr;
+  int node_index_ = 0;
 };
 
 // Runs `body` as the only actor on a fresh engine and platform, in a child process (isolated_run.h),

@@ -1,0 +1,59 @@
+// The network between a cluster's nodes, as its shared KV pool uses it (sim/cluster/shared_pool.h).
+//
+// The pool is striped over every node's DRAM, as Mooncake Store and HiCache's L3 spread KV over the
+// cluster's hosts: a copy to or from the pool moves an equal share to or from each node. A share on the
+// replica's own node crosses only that node's links (DRAM and the GPU's PCIe); a share on another node
+// crosses that node's DRAM, its NIC out, this node's NIC in and the GPU's PCIe (and the reverse for a
+// store), the NICs being each node's `network` of the hardware file, one link each way (one switch with
+// full bisection between them: it adds no link of its own).
+//
+// Its transfers are metered over every link of the cluster: each node's links (as its NodeZone names them)
+// then every node's NICs ("n0.nic_in", "n0.nic_out", ...).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <simgrid/s4u.hpp>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "sim/engine/simgrid/flow_meter.h"
+#include "sim/engine/simgrid/platform.h"
+
+namespace kvtier {
+
+class PoolNetwork {
+ public:
+  // Adds the NICs and the routes between nodes to `zone`, which the caller seals. REQUIRES: every node
+  // built from `hardware`, with its prefix "n<index>.".
+  PoolNetwork(simgrid::s4u::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> nodes,
+              const HardwareConfig& hardware);
+
+  // Starts moving `bytes` between the pool and GPUs first_gpu .. first_gpu + gpus - 1 of node `node`: into
+  // them with `load`, out of them otherwise. Returns one Comm per node and GPU.
+  std::vector<simgrid::s4u::CommPtr> transfer(int node, int first_gpu, int gpus, bool load, double bytes);
+  // Counts what `comm` had carried, when it is one of the pool's; false otherwise.
+  bool cancel(const simgrid::s4u::CommPtr& comm) { return meter_.cancel(comm); }
+
+  const std::vector<std::string>& link_names() const { return link_names_; }
+  const std::vector<double>& link_bytes() const { return meter_.link_bytes(); }
+  std::vector<double> carried_bytes() { return meter_.carried_bytes(); }
+  double bandwidth(size_t link) const { return bandwidths_[link]; }
+  // Where node n's links start in link_names().
+  size_t node_offset(int node) const { return static_cast<size_t>(node) * links_per_node_; }
+
+ private:
+  const std::vector<int>& route(int pool_node, int node, int gpu, bool load);
+  int nic(int node, bool in) const;  // the index of a node's NIC in link_names_
+
+  std::vector<std::shared_ptr<const NodeZone>> nodes_;
+  size_t links_per_node_;
+  std::vector<std::string> link_names_;
+  std::vector<double> bandwidths_;
+  // (pool node, node, gpu, load) -> the links the share crosses, indices into link_names_.
+  std::map<std::tuple<int, int, int, bool>, std::vector<int>> routes_;
+  FlowMeter meter_;
+};
+
+}  // namespace kvtier
