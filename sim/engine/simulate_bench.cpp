@@ -11,7 +11,7 @@
 //    instances of Llama-3.1-8B on 8x H100 nodes (the cluster-llama8b-h100 scenario), behind the
 //    prefix-aware router, with the traffic scaled to the instances: each request of the hour sent by one
 //    user per eight instances, each user's blocks new (target: 64 instances in 30 s; the time should grow
-//    linearly with the instances);
+//    linearly with the instances); and the same over a KV pool shared by the instances;
 //  - memory with the trace's length: the Mooncake sample replayed 1, 4 and 16 times with the same block
 //    ids, at 0.3x its rate (the H200 keeps up, so the queue stays short), writing its output folder as
 //    `kvtier simulate` does. Its peak memory should not grow with the copies.
@@ -153,8 +153,9 @@ void once_each_at_1_4_16_copies(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MooncakeSampleRepeated)->Apply(once_each_at_1_4_16_copies);
 BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)->Apply(once_each_at_1_4_16_copies);
 
-// An hour of the sample on state.range(0) instances, one user per eight instances (above).
-void BM_ClusterOnAMooncakeHour(benchmark::State& state) {
+// An hour of the sample on state.range(0) instances, one user per eight instances (above); with `pool`,
+// over a KV pool of 64 GiB per instance shared by all.
+void cluster_on_a_mooncake_hour(benchmark::State& state, bool pool) {
   if (!have_sample(state)) return;
   const auto instances = static_cast<int>(state.range(0));
   TemporaryFolder folder("kvtier-simulate-bench");
@@ -164,10 +165,21 @@ void BM_ClusterOnAMooncakeHour(benchmark::State& state) {
   root.set("workload", "{loop: open, source: trace, trace: " + trace.string() + "}");
   root.set("cluster.instances", std::to_string(instances));
   root.set("cluster.router.policy", "prefix_aware");
+  if (pool) root.set("cluster.pool", "{kv: bf16, capacity: " + std::to_string(64 * instances) + "GiB}");
   run_and_count(state, parse_scenario(root));
   state.counters["instances"] = instances;
 }
-BENCHMARK(BM_ClusterOnAMooncakeHour)->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+void BM_ClusterOnAMooncakeHour(benchmark::State& state) {
+  cluster_on_a_mooncake_hour(state, false);
+}
+void BM_ClusterWithAPoolOnAMooncakeHour(benchmark::State& state) {
+  cluster_on_a_mooncake_hour(state, true);
+}
+void at_8_to_64_instances(benchmark::internal::Benchmark* b) {
+  b->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+}
+BENCHMARK(BM_ClusterOnAMooncakeHour)->Apply(at_8_to_64_instances);
+BENCHMARK(BM_ClusterWithAPoolOnAMooncakeHour)->Apply(at_8_to_64_instances);
 
 // The first 2,000 turns of the built-in agent workload, then the same again `copies` times over, each copy
 // after the last (arrivals shifted by the trace's span plus a second) with its sessions renumbered: a
