@@ -367,6 +367,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
                            {"gpus_per_instance", s.gpus},
                            {"router", router_json(cluster.router)}};
   if (pool) summary["pool"] = pool_json(*pool);
+  if (s.cost) summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, links.names(), links.started_bytes(), busy_s));
   summary["instances"] = std::move(instances);
   if (progress) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});

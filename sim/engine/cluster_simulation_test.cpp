@@ -11,6 +11,8 @@
 #include <sstream>
 
 #include "sim/core/config_error_test_support.h"
+#include "sim/core/config_files.h"
+#include "sim/core/cost_file.h"
 #include "sim/engine/isolated_run.h"
 #include "sim/workload/trace_reader.h"
 #include "sim/workload/trace_stats.h"
@@ -221,6 +223,23 @@ TEST(ClusterPool, AnUnboundedPoolReachesTheTracesPrefixHitRate) {
   const double pooled = hit_rate(", pool: {kv: bf16, capacity: 100TiB}");
   EXPECT_LT(private_tiers, 0.5 * bound);
   EXPECT_NEAR(pooled, bound, 1e-4);
+}
+
+// A cluster is charged for every replica's GPUs and tiers, and its pool as DRAM: four replicas and a 1 TiB
+// pool cost four lone instances and 1,099.5 GB of DRAM an hour.
+TEST(Cluster, CostsItsReplicasAndItsPool) {
+  const std::string cost = "cost: h100-sxm\n";
+  nlohmann::json lone = run(scenario(scenario_text(cost)));
+  nlohmann::json one = run(scenario(scenario_text(cost + "cluster: {instances: 1}\n")));
+  EXPECT_EQ(lone["cost"], one["cost"]);
+  nlohmann::json four =
+      run(scenario(scenario_text(cost + "cluster: {instances: 4, pool: {kv: bf16, capacity: 1TiB}}\n")));
+  const CostFile prices = parse_cost_file(load_config("h100-sxm", "configs/costs"));
+  const double pool_usd_per_hour = 1099.511627776 * prices.dram_usd_per_gb_month / 730;
+  EXPECT_NEAR(four["cost"]["usd_per_hour"].get<double>(),
+              4 * lone["cost"]["usd_per_hour"].get<double>() + pool_usd_per_hour, 1e-9);
+  const double busy = four["gpu_busy_s"].get<double>() / 4 / four["window_s"].get<double>();
+  EXPECT_DOUBLE_EQ(four["cost"]["gpu_busy_share"].get<double>(), busy);
 }
 
 TEST(Cluster, BadClustersFailAtTheirKey) {

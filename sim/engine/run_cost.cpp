@@ -7,11 +7,19 @@ namespace {
 
 constexpr double kHoursPerMonth = 730;  // 365 × 24 / 12
 
+// A cluster's replicas each bring the instance's GPUs and tiers; its pool lives in the nodes' DRAM.
+double replicas(const Scenario& s) {
+  return s.cluster ? s.cluster->instances : 1;
+}
+
 double tier_bytes(const Scenario& s, Medium medium) {
   double bytes = 0;
   for (const TierSpec& tier : s.tiers) {
     if (tier.medium == medium) bytes += static_cast<double>(tier.capacity_bytes);
   }
+  bytes *= replicas(s);
+  if (medium == Medium::kDram && s.cluster && s.cluster->pool)
+    bytes += static_cast<double>(s.cluster->pool->capacity_bytes);
   return bytes;
 }
 
@@ -25,7 +33,7 @@ struct HourlyPrice {
 };
 
 HourlyPrice hourly_price(const Scenario& s, const CostFile& c) {
-  return {s.gpus * c.gpu_usd_per_hour,
+  return {replicas(s) * s.gpus * c.gpu_usd_per_hour,
           tier_bytes(s, Medium::kDram) / 1e9 * c.dram_usd_per_gb_month / kHoursPerMonth,
           tier_bytes(s, Medium::kNvme) / 1e9 * c.nvme_usd_per_gb_month / kHoursPerMonth};
 }
@@ -41,15 +49,17 @@ struct Energy {
 
 Energy energy(const Scenario& s, const CostFile& c, const RunUsage& u) {
   const double w = u.window_s;
+  const double gpus = replicas(s) * s.gpus;
   Energy e;
-  e.gpu = s.gpus * (c.gpu_idle_w + (c.gpu_busy_w - c.gpu_idle_w) * busy_share(u.gpu_busy_s, w)) * w;
-  e.host = c.host_w * s.gpus / s.hardware.gpu.count * w;
+  e.gpu = gpus * (c.gpu_idle_w + (c.gpu_busy_w - c.gpu_idle_w) * busy_share(u.gpu_busy_s / replicas(s), w)) * w;
+  e.host = c.host_w * gpus / s.hardware.gpu.count * w;
   e.dram = c.dram_w_per_tb * tier_bytes(s, Medium::kDram) / 1e12 * w;
   if (has_tier(s, Medium::kNvme)) {
     const NvmeSpec& nvme = s.hardware.nvme;
+    const double nodes = s.cluster ? s.cluster->nodes() : 1;
     const double busy_s =
-        u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth();
-    e.nvme = nvme.drives * (c.nvme_idle_w + (c.nvme_active_w - c.nvme_idle_w) * busy_share(busy_s, w)) * w;
+        (u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth()) / nodes;
+    e.nvme = nodes * nvme.drives * (c.nvme_idle_w + (c.nvme_active_w - c.nvme_idle_w) * busy_share(busy_s, w)) * w;
   }
   return e;
 }
@@ -78,7 +88,7 @@ nlohmann::json run_cost_json(const Scenario& s, const CostFile& c, const RunUsag
       {"usd_by_component",
        {{"gpu", price.gpu * hours}, {"dram", price.dram * hours}, {"nvme", price.nvme * hours}}},
       {"usd_per_million_tokens_in_slo", per_token(usd, u.tokens_in_slo, 1e6)},
-      {"gpu_busy_share", busy_share(u.gpu_busy_s, u.window_s)},
+      {"gpu_busy_share", busy_share(u.gpu_busy_s / replicas(s), u.window_s)},
       {"energy_j", e.total()},
       {"energy_j_by_component", {{"gpu", e.gpu}, {"host", e.host}, {"dram", e.dram}, {"nvme", e.nvme}}},
       {"mean_power_w", u.window_s > 0 ? e.total() / u.window_s : 0},

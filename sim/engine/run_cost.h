@@ -7,6 +7,8 @@
 //           host's power in the instance's share of the node's GPUs; DRAM at its power per TB of the DRAM
 //           tiers; with an NVMe tier, every drive of the node (the simulator stripes over all of them) at
 //           its idle power plus (active − idle) × the share of the window the NVMe links were busy.
+// A cluster (scenario.h, `cluster:`) is charged for every replica's GPUs, host share and tiers, its pool as
+// DRAM, and every node's drives; its GPUs' busy share is the replicas' mean, and the drives' the nodes'.
 // Figures per token count the input and output tokens of the requests that completed inside the window:
 // all of them for tokens per joule, those that also met both SLOs for the price per million tokens.
 #pragma once
@@ -20,8 +22,8 @@ namespace kvtier {
 
 struct RunUsage {
   double window_s = 0;
-  double gpu_busy_s = 0;  // time the instance ran steps, inside the window
-  double nvme_read_bytes = 0;
+  double gpu_busy_s = 0;  // time the instance ran steps, inside the window (a cluster's replicas' summed)
+  double nvme_read_bytes = 0;  // every node's
   double nvme_write_bytes = 0;
   int64_t tokens_in_window = 0;  // input + output tokens of the requests completed in the window
   int64_t tokens_in_slo = 0;     // of those, the requests that met both SLOs

@@ -68,22 +68,6 @@ struct RunFiles {
   std::optional<TransfersFile> transfers;
 };
 
-// What the run did that its price and energy depend on (run_cost.h).
-RunUsage run_usage(const nlohmann::json& summary, const Platform& platform, double busy_s) {
-  RunUsage u;
-  u.window_s = summary["window_s"].get<double>();
-  u.gpu_busy_s = busy_s;
-  const std::vector<std::string> links = platform.link_names();
-  const std::vector<double> bytes = platform.link_bytes();
-  for (size_t l = 0; l < links.size(); ++l) {
-    if (links[l] == "nvme_read") u.nvme_read_bytes = bytes[l];
-    if (links[l] == "nvme_write") u.nvme_write_bytes = bytes[l];
-  }
-  u.tokens_in_window = summary["tokens_in_window"].get<int64_t>();
-  u.tokens_in_slo = summary["goodput_tokens"].get<int64_t>();
-  return u;
-}
-
 }  // namespace
 
 nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
@@ -169,7 +153,8 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});
   }
   if (s.cost)
-    summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, platform, instance.state().busy_s));
+    summary["cost"] = run_cost_json(
+        s, *s.cost, run_usage(summary, platform.link_names(), platform.link_bytes(), instance.state().busy_s));
   return summary;
 }
 

@@ -32,6 +32,23 @@ std::vector<std::string> tier_names(const Scenario& s) {
   return names;
 }
 
+RunUsage run_usage(const nlohmann::json& summary, const std::vector<std::string>& link_names,
+                   const std::vector<double>& link_bytes, double busy_s) {
+  RunUsage u;
+  u.window_s = summary["window_s"].get<double>();
+  u.gpu_busy_s = busy_s;
+  auto is = [](const std::string& link, const std::string& name) {
+    return link == name || link.ends_with("." + name);
+  };
+  for (size_t l = 0; l < link_names.size(); ++l) {
+    if (is(link_names[l], "nvme_read")) u.nvme_read_bytes += link_bytes[l];
+    if (is(link_names[l], "nvme_write")) u.nvme_write_bytes += link_bytes[l];
+  }
+  u.tokens_in_window = summary["tokens_in_window"].get<int64_t>();
+  u.tokens_in_slo = summary["goodput_tokens"].get<int64_t>();
+  return u;
+}
+
 LinkSampler::LinkSampler(std::function<std::vector<double>()> carried, std::function<double(size_t)> bandwidth)
     : carried_(std::move(carried)), bandwidth_(std::move(bandwidth)), before_(carried_()) {}
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/engine/run_cost.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/simgrid/serving_instance.h"
 
@@ -19,6 +20,12 @@ InstanceConfig instance_config(const Scenario& s);
 HardwareConfig platform_hardware(const Scenario& s, bool free_transfers);
 // The tiers' names, in order.
 std::vector<std::string> tier_names(const Scenario& s);
+
+// What the run did that its price and energy depend on (run_cost.h): from the summary, the bytes started on
+// each link (a link named `nvme_read` or `nvme_write`, or `<node>.nvme_read`, counts as the drives'), and
+// the time the GPUs ran steps.
+RunUsage run_usage(const nlohmann::json& summary, const std::vector<std::string>& link_names,
+                   const std::vector<double>& link_bytes, double busy_s);
 
 // Reads links' utilisation over sampling intervals: each call gives, per link, the bytes carried since
 // the previous call over what the link's bandwidth could have carried, clamped to [0, 1].
