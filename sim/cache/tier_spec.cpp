@@ -138,7 +138,8 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 
 TierSpec parse_pool_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens) {
   node.allow_keys({"name", "kv", "capacity", "policy", "recency_order"});
-  TierSpec pool = parse_tier(node, 1, model, block_tokens, std::nullopt, Medium::kRemote, std::nullopt, "pool");
+  TierSpec pool =
+      parse_tier(node, 1, model, block_tokens, std::nullopt, Medium::kRemote, std::nullopt, "pool");
   pool.name = node.string("name", "pool");
   return pool;
 }

@@ -91,8 +91,8 @@ class Router {
   size_t words_;
   std::unordered_map<uint64_t, size_t> holder_index_;
   std::vector<uint64_t> holders_;
-  std::vector<uint64_t> alive_;    // cached_prefix()'s scratch: instances still matching
-  std::vector<int64_t> matched_;   // least_cost()'s per-instance prefix lengths
+  std::vector<uint64_t> alive_;   // cached_prefix()'s scratch: instances still matching
+  std::vector<int64_t> matched_;  // least_cost()'s per-instance prefix lengths
 };
 
 }  // namespace kvtier

@@ -86,13 +86,13 @@ TEST(Router, FollowsABlockThroughTheTiersUntilItLeavesTheLast) {
   std::vector<uint64_t> b = {5};
   r.on_cache_event(0, 0, event(CacheEventKind::kPlace, 5, -1, 0));
   r.on_cache_event(0, 0, event(CacheEventKind::kDemote, 5, 0, 1));
-  EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 1);  // in tier 1 now
+  EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 1);                     // in tier 1 now
   r.on_cache_event(0, 0, event(CacheEventKind::kPromote, 5, 1, 0));  // inclusive: tier 1 keeps it
   r.on_cache_event(0, 0, event(CacheEventKind::kDrop, 5, 0, -1));
   EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 1);
   r.on_cache_event(0, 0, event(CacheEventKind::kWriteThrough, 5, 1, 2));
   r.on_cache_event(0, 0, event(CacheEventKind::kDrop, 5, 1, -1));
-  EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 1);  // in tier 2
+  EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 1);                     // in tier 2
   r.on_cache_event(0, 0, event(CacheEventKind::kPromote, 5, 2, 0));  // exclusive: tier 2 gives it up
   r.on_cache_event(0, 0, event(CacheEventKind::kDrop, 5, 0, -1));
   EXPECT_EQ(r.cached_prefix_blocks(0, b, 0), 0);

@@ -24,15 +24,15 @@ class SharedPool : public SharedTier {
 
   int64_t used_blocks() const { return used_; }
   int64_t capacity_blocks() const { return capacity_; }
-  int64_t stored_blocks() const { return stored_; }   // stores so far
+  int64_t stored_blocks() const { return stored_; }  // stores so far
   int64_t evicted_blocks() const { return evicted_; }
-  int64_t hit_blocks() const { return hits_; }        // blocks leading_run() found so far
+  int64_t hit_blocks() const { return hits_; }  // blocks leading_run() found so far
 
  private:
   TierSpec spec_;
   int64_t capacity_;
   std::unique_ptr<EvictionPolicy> policy_;
-  IdIndex slots_;                 // block id -> slot, for every block ever stored
+  IdIndex slots_;                  // block id -> slot, for every block ever stored
   std::vector<uint8_t> resident_;  // per slot
   int64_t used_ = 0, stored_ = 0, evicted_ = 0, hits_ = 0;
 };

@@ -66,7 +66,8 @@ struct Replica {
       config.tier_media.push_back(Medium::kRemote);
       config.tier_names.push_back(pool->spec().name);
     }
-    engine = std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
+    engine =
+        std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
     engine->listen(doorbell);
   }
 
@@ -121,7 +122,7 @@ void route_requests(ReplayDriver& workload, Router& router, Replicas& replicas, 
 // with a pool its NICs (pool_network.h), and everything the pool moved on any of them.
 class ClusterLinks {
  public:
-  ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, const PoolNetwork* pool)
+  ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, PoolNetwork* pool)
       : by_node_(by_node), pool_(pool) {
     for (const std::vector<Replica*>& node : by_node_) {
       const std::vector<std::string>& names = node.front()->platform.link_names();
@@ -136,11 +137,12 @@ class ClusterLinks {
     return by_node_[l / per_node].front()->platform.bandwidth(l % per_node);
   }
   std::vector<double> started_bytes() const {
-    return total([](Replica& r) { return r.platform.link_bytes(); }, pool_ ? pool_->link_bytes() : std::vector<double>{});
+    return total([](Replica& r) { return r.platform.link_bytes(); },
+                 pool_ ? pool_->link_bytes() : std::vector<double>{});
   }
   std::vector<double> carried_bytes() {
     return total([](Replica& r) { return r.platform.carried_bytes(); },
-                 pool_ ? const_cast<PoolNetwork*>(pool_)->carried_bytes() : std::vector<double>{});
+                 pool_ ? pool_->carried_bytes() : std::vector<double>{});
   }
 
  private:
@@ -160,7 +162,7 @@ class ClusterLinks {
   }
 
   const std::vector<std::vector<Replica*>>& by_node_;
-  const PoolNetwork* pool_;
+  PoolNetwork* pool_;
   std::vector<std::string> names_;
 };
 
@@ -189,7 +191,8 @@ void sample_cluster(const Scenario& s, Replicas& replicas, ClusterLinks& cluster
       total.running += one.running;
     }
     for (size_t t = 0; t < tiers; ++t)
-      total.tier_hit_rate.push_back(input > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input) : 0);
+      total.tier_hit_rate.push_back(input > 0 ? static_cast<double>(hits[t]) / static_cast<double>(input)
+                                              : 0);
     total.link_utilisation = links.utilisation(now);
     taken(total);
   }
@@ -204,7 +207,8 @@ std::vector<bool> exclusive_tiers(const Scenario& s) {
 
 // The cluster's requests.csv and timeseries.csv, written as the run goes.
 struct ClusterFiles {
-  ClusterFiles(const std::string& dir, const std::vector<std::string>& tiers, const std::vector<std::string>& links)
+  ClusterFiles(const std::string& dir, const std::vector<std::string>& tiers,
+               const std::vector<std::string>& links)
       : requests_file(dir + "/requests.csv"),
         series_file(dir + "/timeseries.csv"),
         requests(requests_file, tiers, true),
@@ -303,11 +307,14 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     int64_t events = 0;
     for (auto& r : replicas) {
       const InstanceState& st = r->engine->state();
-      events += st.steps + st.transfers + r->engine->store_transfers() + static_cast<int64_t>(r->records.size());
+      events +=
+          st.steps + st.transfers + r->engine->store_transfers() + static_cast<int64_t>(r->records.size());
     }
-    return ProgressCount{sg4::Engine::get_clock(), total.requests_added(), events + total.requests_completed()};
+    return ProgressCount{sg4::Engine::get_clock(), total.requests_added(),
+                         events + total.requests_completed()};
   };
-  sg4::Actor::create("router", router_host, [&] { route_requests(*workload.driver, router, replicas, router_bell); });
+  sg4::Actor::create("router", router_host,
+                     [&] { route_requests(*workload.driver, router, replicas, router_bell); });
   for (auto& replica : replicas) {
     Replica* r = replica.get();
     sg4::Actor::create("instance" + std::to_string(r->index), r->platform.node().dram(), [&, r] {
@@ -367,7 +374,9 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
                            {"gpus_per_instance", s.gpus},
                            {"router", router_json(cluster.router)}};
   if (pool) summary["pool"] = pool_json(*pool);
-  if (s.cost) summary["cost"] = run_cost_json(s, *s.cost, run_usage(summary, links.names(), links.started_bytes(), busy_s));
+  if (s.cost)
+    summary["cost"] =
+        run_cost_json(s, *s.cost, run_usage(summary, links.names(), links.started_bytes(), busy_s));
   summary["instances"] = std::move(instances);
   if (progress) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});

@@ -94,7 +94,8 @@ TEST(Cluster, OfOneInstanceServesAsTheLoneInstance) {
     EXPECT_EQ(lone[key], one[key]) << key;
   // The cluster names its node's links "n0.": the lone instance's, and the seven other GPUs' PCIe.
   std::map<std::string, double> bytes;
-  for (const auto& link : one["link_bytes"]) bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  for (const auto& link : one["link_bytes"])
+    bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
   for (const auto& link : lone["link_bytes"])
     EXPECT_EQ(bytes.at("n0." + link["link"].get<std::string>()), link["bytes"].get<double>());
 }
@@ -129,7 +130,8 @@ TEST(Cluster, EachReplicaWithFreeTransfersServesAsItsShareServedAlone) {
     const int k = std::stoi(r.at("instance"));
     const Row& alone = served[k].at(next[k]++);
     for (const char* column : {"hit_tokens_hbm", "hit_tokens_dram", "first_token_s", "completion_s"})
-      ASSERT_EQ(r.at(column), alone.at(column)) << "request " << r.at("id") << " on instance " << k << ": " << column;
+      ASSERT_EQ(r.at(column), alone.at(column))
+          << "request " << r.at("id") << " on instance " << k << ": " << column;
     ++compared;
   }
   EXPECT_EQ(compared, static_cast<int>(routed.size()));
@@ -139,7 +141,8 @@ TEST(Cluster, EachReplicaWithFreeTransfersServesAsItsShareServedAlone) {
 }
 
 TEST(Cluster, TotalsAreTheSumsOfTheReplicas) {
-  nlohmann::json s = run(scenario(scenario_text("cluster: {instances: 10, router: {policy: least_loaded}}\n")));
+  nlohmann::json s =
+      run(scenario(scenario_text("cluster: {instances: 10, router: {policy: least_loaded}}\n")));
   ASSERT_EQ(s["instances"].size(), 10u);
   EXPECT_EQ(s["deployment"]["nodes"], 2);  // 8 GPUs a node
   int64_t issued = 0, completed = 0, steps = 0;
@@ -148,7 +151,8 @@ TEST(Cluster, TotalsAreTheSumsOfTheReplicas) {
     issued += one["requests_issued"].get<int64_t>();
     completed += one["requests_completed"].get<int64_t>();
     steps += one["engine_steps"].get<int64_t>();
-    for (const auto& link : one["link_bytes"]) bytes[link["link"].get<std::string>()] += link["bytes"].get<double>();
+    for (const auto& link : one["link_bytes"])
+      bytes[link["link"].get<std::string>()] += link["bytes"].get<double>();
   }
   EXPECT_EQ(issued, s["requests_issued"].get<int64_t>());
   EXPECT_EQ(completed, s["requests_completed"].get<int64_t>());
@@ -179,7 +183,8 @@ TEST(Cluster, PrefixAwareRoutingHitsMoreThanRoundRobin) {
 TEST(Cluster, AStaleCacheViewCostsThePrefixAwareRouterHits) {
   auto hit_rate = [](const std::string& staleness) {
     nlohmann::json s = run(scenario(scenario_text(
-        "cluster: {instances: 8, router: {policy: prefix_aware, staleness: " + staleness + "}}\n", kTrace, 300)));
+        "cluster: {instances: 8, router: {policy: prefix_aware, staleness: " + staleness + "}}\n", kTrace,
+        300)));
     return s["hit_rate_total"].get<double>();
   };
   const double fresh = hit_rate("0s");
@@ -190,16 +195,18 @@ TEST(Cluster, AStaleCacheViewCostsThePrefixAwareRouterHits) {
 // The pool is striped over both nodes: of every block it loads or stores, the half on the other node
 // crosses the network, once out of one NIC and once into another.
 TEST(ClusterPool, TheNetworkCarriesTheRemoteHalfOfThePoolsBlocks) {
-  nlohmann::json s = run(scenario(scenario_text(
-      "cluster: {instances: 16, pool: {kv: int4, capacity: 10GiB}}\n")));
+  nlohmann::json s =
+      run(scenario(scenario_text("cluster: {instances: 16, pool: {kv: int4, capacity: 10GiB}}\n")));
   ASSERT_EQ(s["deployment"]["nodes"], 2);
   const nlohmann::json& pool = s["pool"];
   ASSERT_GT(pool["hit_blocks"].get<int64_t>(), 0);
   ASSERT_GT(pool["evicted_blocks"].get<int64_t>(), 0);  // 10 GiB is less than the blocks of two minutes
-  const double moved = static_cast<double>(pool["hit_blocks"].get<int64_t>() + pool["stored_blocks"].get<int64_t>()) *
-                       pool["bytes_per_block"].get<double>();
+  const double moved =
+      static_cast<double>(pool["hit_blocks"].get<int64_t>() + pool["stored_blocks"].get<int64_t>()) *
+      pool["bytes_per_block"].get<double>();
   std::map<std::string, double> bytes;
-  for (const auto& link : s["link_bytes"]) bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  for (const auto& link : s["link_bytes"])
+    bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
   EXPECT_NEAR(bytes.at("n0.nic_out") + bytes.at("n1.nic_out"), moved / 2, 1e-9 * moved);
   EXPECT_NEAR(bytes.at("n0.nic_in") + bytes.at("n1.nic_in"), moved / 2, 1e-9 * moved);
   EXPECT_EQ(s["requests_completed"], s["requests_issued"]);
@@ -214,9 +221,10 @@ TEST(ClusterPool, AnUnboundedPoolReachesTheTracesPrefixHitRate) {
   std::unique_ptr<RequestStream> trace = open_trace(kTrace, TraceReadOptions{});
   const double bound = compute_trace_stats(*trace).token_hit_rate();
   auto hit_rate = [](const std::string& pool) {
-    nlohmann::json s = run(
-        scenario(scenario_text("cluster: {instances: 8" + pool + "}\nallow_oversubscribe: true\n", kTrace, 700)), "",
-        true);
+    nlohmann::json s =
+        run(scenario(scenario_text("cluster: {instances: 8" + pool + "}\nallow_oversubscribe: true\n", kTrace,
+                                   700)),
+            "", true);
     return s["hit_rate_total"].get<double>();
   };
   const double private_tiers = hit_rate("");
@@ -248,26 +256,34 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
     text.replace(text.find("64GiB"), 5, dram);
     return testing::error_of([&] { scenario(text); });
   };
-  EXPECT_EQ(error("cluster: {instances: 0}\n"), "test.yaml:11:22: cluster.instances: expected 1 to 4096 instances");
-  EXPECT_NE(error("cluster: {instances: 2, router: {policy: random}}\n")
-                .find("cluster.router.policy: expected round_robin, least_loaded, session_sticky or prefix_aware"),
-            std::string::npos);
+  EXPECT_EQ(error("cluster: {instances: 0}\n"),
+            "test.yaml:11:22: cluster.instances: expected 1 to 4096 instances");
+  EXPECT_NE(
+      error("cluster: {instances: 2, router: {policy: random}}\n")
+          .find("cluster.router.policy: expected round_robin, least_loaded, session_sticky or prefix_aware"),
+      std::string::npos);
   EXPECT_EQ(error("cluster: {instances: 2, router: {staleness: -1s}}\n"),
             "test.yaml:11:45: cluster.router.staleness: expected a non-negative quantity, got '-1s'");
   // Eight replicas on a node of 2 TB of DRAM, each with a 300 GiB tier; two fit.
-  EXPECT_NE(error("cluster: {instances: 8}\n", "300GiB").find("cache.tiers[1].capacity: 8 instances' tiers of 300.0 GiB do not fit in the node's DRAM"),
-            std::string::npos) << error("cluster: {instances: 8}\n", "300GiB");
+  EXPECT_NE(
+      error("cluster: {instances: 8}\n", "300GiB")
+          .find("cache.tiers[1].capacity: 8 instances' tiers of 300.0 GiB do not fit in the node's DRAM"),
+      std::string::npos)
+      << error("cluster: {instances: 8}\n", "300GiB");
   EXPECT_EQ(error("cluster: {instances: 2}\n", "300GiB"), "(no error)");
   // A pool of 3 TiB over one node, beside eight 64 GiB tiers: 3.5 TiB on a node of 2 TB.
-  EXPECT_EQ(error("cluster: {instances: 8, pool: {kv: bf16, capacity: 3TiB}}\n"),
-            "test.yaml:11:52: cluster.pool.capacity: the pool's share of each node (3.0 TiB), with the node's "
-            "replicas' DRAM tiers, needs 3.5 TiB of DRAM, more than the 1.8 TiB of 8x H100 SXM (DGX H100 class); "
-            "make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe)");
-  EXPECT_EQ(error("cluster: {instances: 16, pool: {kv: bf16, capacity: 2TiB}}\n"), "(no error)");  // 1 TiB a node
+  EXPECT_EQ(
+      error("cluster: {instances: 8, pool: {kv: bf16, capacity: 3TiB}}\n"),
+      "test.yaml:11:52: cluster.pool.capacity: the pool's share of each node (3.0 TiB), with the node's "
+      "replicas' DRAM tiers, needs 3.5 TiB of DRAM, more than the 1.8 TiB of 8x H100 SXM (DGX H100 class); "
+      "make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe)");
+  EXPECT_EQ(error("cluster: {instances: 16, pool: {kv: bf16, capacity: 2TiB}}\n"),
+            "(no error)");  // 1 TiB a node
   std::string with_remote = scenario_text("cluster: {instances: 2, pool: {kv: bf16, capacity: 1TiB}}\n");
   with_remote.insert(with_remote.find("workload:"), "    - {medium: remote, kv: bf16, capacity: 1TiB}\n");
   EXPECT_NE(testing::error_of([&] { scenario(with_remote); })
-                .find("cluster.pool: the instance already has a remote tier ('remote'); a cluster's pool takes its place"),
+                .find("cluster.pool: the instance already has a remote tier ('remote'); a cluster's pool "
+                      "takes its place"),
             std::string::npos);
 }
 

@@ -12,11 +12,11 @@
 //     `requests`, or for a closed loop an upper bound from the window, the sessions and each turn's
 //     pause plus its output tokens at the shortest engine step), engine steps (simulated time over the
 //     shortest step on each of a cluster's replicas, at most one per token of work), the sessions held
-//     in flight and the cache's blocks (every replica's). The events must stay under kMaxEvents. What the run holds in memory (the sessions, the
-//     cache's blocks, each request's latencies up to LatencyQuantiles::kExactLimit requests; samples,
-//     records and transfers are written as it goes) must fit in a share of the memory available
-//     (MemAvailable in /proc/meminfo, split between runs that go at once). allow_huge (--allow-huge)
-//     skips these bounds.
+//     in flight and the cache's blocks (every replica's). The events must stay under kMaxEvents. What the run
+//     holds in memory (the sessions, the cache's blocks, each request's latencies up to
+//     LatencyQuantiles::kExactLimit requests; samples, records and transfers are written as it goes) must fit
+//     in a share of the memory available (MemAvailable in /proc/meminfo, split between runs that go at once).
+//     allow_huge (--allow-huge) skips these bounds.
 #pragma once
 
 #include <cstdint>

@@ -51,15 +51,18 @@ Energy energy(const Scenario& s, const CostFile& c, const RunUsage& u) {
   const double w = u.window_s;
   const double gpus = replicas(s) * s.gpus;
   Energy e;
-  e.gpu = gpus * (c.gpu_idle_w + (c.gpu_busy_w - c.gpu_idle_w) * busy_share(u.gpu_busy_s / replicas(s), w)) * w;
+  e.gpu =
+      gpus * (c.gpu_idle_w + (c.gpu_busy_w - c.gpu_idle_w) * busy_share(u.gpu_busy_s / replicas(s), w)) * w;
   e.host = c.host_w * gpus / s.hardware.gpu.count * w;
   e.dram = c.dram_w_per_tb * tier_bytes(s, Medium::kDram) / 1e12 * w;
   if (has_tier(s, Medium::kNvme)) {
     const NvmeSpec& nvme = s.hardware.nvme;
     const double nodes = s.cluster ? s.cluster->nodes() : 1;
     const double busy_s =
-        (u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth()) / nodes;
-    e.nvme = nodes * nvme.drives * (c.nvme_idle_w + (c.nvme_active_w - c.nvme_idle_w) * busy_share(busy_s, w)) * w;
+        (u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth()) /
+        nodes;
+    e.nvme =
+        nodes * nvme.drives * (c.nvme_idle_w + (c.nvme_active_w - c.nvme_idle_w) * busy_share(busy_s, w)) * w;
   }
   return e;
 }

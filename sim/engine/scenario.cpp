@@ -43,7 +43,8 @@ ConversionRates conversion_rates(const Scenario& s, const std::optional<Calibrat
   return {rate(layout, s.tiers[0].layout), rate(s.tiers[0].layout, layout)};
 }
 
-std::vector<ConversionRates> tier_conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration) {
+std::vector<ConversionRates> tier_conversion_rates(const Scenario& s,
+                                                   const std::optional<Calibration>& calibration) {
   std::vector<ConversionRates> rates;
   for (const TierSpec& tier : s.tiers) rates.push_back(conversion_rates(s, calibration, tier.layout));
   return rates;
@@ -203,11 +204,11 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
     }
     const double needed = static_cast<double>(tier.capacity_bytes) * sharing;
     if (needed <= limit) continue;
-    const std::string tiers = sharing == 1 ? "a " + format_bytes(needed) + " tier does"
-                                           : std::to_string(sharing) + " instances' tiers of " +
-                                                 format_bytes(static_cast<double>(tier.capacity_bytes)) + " do";
-    const std::string message = tiers + " not fit in " + what + ", " + format_bytes(limit) + " in " +
-                                hw.name;
+    const std::string tiers = sharing == 1
+                                  ? "a " + format_bytes(needed) + " tier does"
+                                  : std::to_string(sharing) + " instances' tiers of " +
+                                        format_bytes(static_cast<double>(tier.capacity_bytes)) + " do";
+    const std::string message = tiers + " not fit in " + what + ", " + format_bytes(limit) + " in " + hw.name;
     if (allow_oversubscribe) {
       s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message +
                            " (allow_oversubscribe: simulated anyway)");
@@ -267,15 +268,18 @@ void parse_cluster(const ConfigNode& root, Scenario& s) {
   if (std::optional<ConfigNode> pool = node->optional_child("pool")) {
     for (const TierSpec& tier : s.tiers) {
       if (tier.medium == Medium::kRemote)
-        pool->fail("the instance already has a remote tier ('" + tier.name + "'); a cluster's pool takes its place");
+        pool->fail("the instance already has a remote tier ('" + tier.name +
+                   "'); a cluster's pool takes its place");
     }
     c.pool = parse_pool_tier(*pool, s.model, s.block_tokens);
     if (c.pool->capacity_blocks() < 1) pool->fail("expected a pool of at least one block");
     check_pool_fits(*pool, c, root.boolean("allow_oversubscribe", false), s);
     // A hit comes from every node at once, over the replica's NIC and its GPUs' PCIe.
     const HardwareConfig& hw = s.hardware;
-    if (hw.network.bandwidth <= 0) pool->fail("the hardware file '" + hw.name + "' has no network to reach a pool over");
-    c.pool_load_path = {Medium::kRemote, "the pool over the network", std::min(hw.network.bandwidth, hw.pcie_h2d.bandwidth * s.gpus),
+    if (hw.network.bandwidth <= 0)
+      pool->fail("the hardware file '" + hw.name + "' has no network to reach a pool over");
+    c.pool_load_path = {Medium::kRemote, "the pool over the network",
+                        std::min(hw.network.bandwidth, hw.pcie_h2d.bandwidth * s.gpus),
                         hw.network.latency + hw.pcie_h2d.latency};
   }
   s.cluster = c;
@@ -346,7 +350,8 @@ Scenario parse_scenario(const ConfigNode& root) {
   check_tiers_fit_the_node(root.child("cache").child("tiers").elements(),
                            root.boolean("allow_oversubscribe", false), s);
   s.tier_conversions = tier_conversion_rates(s, calibration);
-  if (s.cluster && s.cluster->pool) s.cluster->pool_conversion = conversion_rates(s, calibration, s.cluster->pool->layout);
+  if (s.cluster && s.cluster->pool)
+    s.cluster->pool_conversion = conversion_rates(s, calibration, s.cluster->pool->layout);
   parse_slo(root, s);
   s.seed = root.unsigned_integer("seed", 1);
   if (root.has("cost")) s.cost = parse_cost_file(load_config(root.string("cost"), "configs/costs"));

@@ -76,7 +76,7 @@ struct Scenario {
   // Drives every random choice of the run, the workload generator's included (a workload file may not pin
   // its own seed inside a scenario).
   uint64_t seed = 1;
-  std::optional<ClusterSpec> cluster;  // unset: one instance, no router
+  std::optional<ClusterSpec> cluster;   // unset: one instance, no router
   std::optional<CostFile> cost;         // `cost:`, the prices and power the run is charged at
   int64_t session_tokens = 128 * 1024;  // the session size of summary.json's sessions_fit
   double sample_interval_s = 1;

@@ -26,7 +26,8 @@ namespace {
 void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, Platform& platform,
             const std::function<void(const TimeSample&)>& taken) {
   sg4::Actor::self()->daemonize();
-  LinkSampler links([&] { return platform.carried_bytes(); }, [&](size_t l) { return platform.bandwidth(l); });
+  LinkSampler links([&] { return platform.carried_bytes(); },
+                    [&](size_t l) { return platform.bandwidth(l); });
   while (true) {
     sg4::this_actor::sleep_for(s.sample_interval_s);
     const double now = sg4::Engine::get_clock();
@@ -154,7 +155,8 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   }
   if (s.cost)
     summary["cost"] = run_cost_json(
-        s, *s.cost, run_usage(summary, platform.link_names(), platform.link_bytes(), instance.state().busy_s));
+        s, *s.cost,
+        run_usage(summary, platform.link_names(), platform.link_bytes(), instance.state().busy_s));
   return summary;
 }
 

@@ -249,7 +249,8 @@ void Scheduler::start_shared_transfers(Sequence* waiter) {
   auto convert = [&](double blocks, bool load) {
     if (!converts) return;
     const ConversionRates& rates = config_.tier_conversions.at(shared);
-    conversion_s_ += blocks * (shared_bytes + hbm_bytes) / (load ? rates.load_bytes_per_s : rates.store_bytes_per_s);
+    conversion_s_ +=
+        blocks * (shared_bytes + hbm_bytes) / (load ? rates.load_bytes_per_s : rates.store_bytes_per_s);
   };
   if (waiter != nullptr && waiter->shared_blocks > 0 && !waiter->recompute_tier[shared]) {
     load_bytes_[shared] += static_cast<double>(waiter->shared_blocks) * shared_bytes;

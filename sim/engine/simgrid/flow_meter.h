@@ -15,7 +15,8 @@ class FlowMeter {
 
   // A transfer of `bytes` just started over `route` (indices; the vector must outlive the transfer) as
   // `comm`, which moves `comm_bytes` (the whole bytes SimGrid was given).
-  void start(const simgrid::s4u::CommPtr& comm, const std::vector<int>& route, double bytes, double comm_bytes);
+  void start(const simgrid::s4u::CommPtr& comm, const std::vector<int>& route, double bytes,
+             double comm_bytes);
   // Counts what `comm` had carried before it is cancelled; false when it is not one of this meter's.
   bool cancel(const simgrid::s4u::CommPtr& comm);
 

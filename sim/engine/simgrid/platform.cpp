@@ -31,8 +31,8 @@ NodeZone::NodeZone(sg4::NetZone* zone, const HardwareConfig& hw, int gpus, const
     const auto& [from, to, gpu] = key;
     std::vector<sg4::LinkInRoute> in_route;
     for (int l : route) in_route.emplace_back(links[l]);
-    zone->add_route(host(from, gpu)->get_netpoint(), host(to, gpu)->get_netpoint(), nullptr, nullptr, in_route,
-                    false);
+    zone->add_route(host(from, gpu)->get_netpoint(), host(to, gpu)->get_netpoint(), nullptr, nullptr,
+                    in_route, false);
   }
 }
 
@@ -70,10 +70,7 @@ std::shared_ptr<const NodeZone> lone_node(const HardwareConfig& hw, int gpus) {
 Platform::Platform(const HardwareConfig& hw, int gpus) : Platform(lone_node(hw, gpus), 0, gpus) {}
 
 Platform::Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus)
-    : node_(std::move(node)),
-      first_gpu_(first_gpu),
-      gpus_(gpus),
-      meter_(node_->link_names().size()) {}
+    : node_(std::move(node)), first_gpu_(first_gpu), gpus_(gpus), meter_(node_->link_names().size()) {}
 
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
   if (pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote))

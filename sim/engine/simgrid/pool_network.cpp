@@ -66,7 +66,8 @@ const std::vector<int>& PoolNetwork::route(int pool_node, int node, int gpu, boo
   for (int l : on_node) {
     if (pool_node == node || l != dram) links.push_back(at(node, l));
   }
-  if (pool_node != node && !load) links.insert(links.end(), {nic(node, false), nic(pool_node, true), at(pool_node, dram)});
+  if (pool_node != node && !load)
+    links.insert(links.end(), {nic(node, false), nic(pool_node, true), at(pool_node, dram)});
   return links;
 }
 
@@ -78,7 +79,8 @@ std::vector<sg4::CommPtr> PoolNetwork::transfer(int node, int first_gpu, int gpu
     for (int g = first_gpu; g < first_gpu + gpus; ++g) {
       sg4::Host* dram = nodes_[pool_node]->dram();
       sg4::Host* gpu = nodes_[node]->host(Medium::kHbm, g);
-      comms.push_back(load ? sg4::Comm::sendto_async(dram, gpu, size) : sg4::Comm::sendto_async(gpu, dram, size));
+      comms.push_back(load ? sg4::Comm::sendto_async(dram, gpu, size)
+                           : sg4::Comm::sendto_async(gpu, dram, size));
       meter_.start(comms.back(), route(pool_node, node, g, load), share, static_cast<double>(size));
     }
   }

@@ -49,7 +49,8 @@ RunUsage run_usage(const nlohmann::json& summary, const std::vector<std::string>
   return u;
 }
 
-LinkSampler::LinkSampler(std::function<std::vector<double>()> carried, std::function<double(size_t)> bandwidth)
+LinkSampler::LinkSampler(std::function<std::vector<double>()> carried,
+                         std::function<double(size_t)> bandwidth)
     : carried_(std::move(carried)), bandwidth_(std::move(bandwidth)), before_(carried_()) {}
 
 std::vector<double> LinkSampler::utilisation(double now) {
