@@ -263,7 +263,8 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   std::unique_ptr<PoolNetwork> network;
   std::unique_ptr<SharedPool> pool;
   if (cluster.pool) {
-    network = std::make_unique<PoolNetwork>(zone, nodes, hardware);
+    network = std::make_unique<PoolNetwork>(zone, nodes, hardware, cluster.network.nodes_per_leaf,
+                                            cluster.network.uplink);
     pool = std::make_unique<SharedPool>(*cluster.pool);
   }
   zone->seal();

@@ -233,6 +233,32 @@ TEST(ClusterPool, AnUnboundedPoolReachesTheTracesPrefixHitRate) {
   EXPECT_NEAR(pooled, bound, 1e-4);
 }
 
+// Two nodes on two leaves: every share of the pool between them crosses both leaves' uplinks, so the
+// uplinks carry what the NICs do. A spine as fast as the NICs, with no latency, changes nothing (one node a
+// leaf: an uplink is shared as the node's NIC is); a slow one makes the pool's loads wait.
+TEST(ClusterPool, BetweenLeavesTheSpineCarriesWhatTheNicsDo) {
+  auto run_with = [](const std::string& network) {
+    return run(scenario(
+        scenario_text("cluster: {instances: 16, pool: {kv: bf16, capacity: 200GiB}" + network + "}\n")));
+  };
+  auto bytes = [](const nlohmann::json& s) {
+    std::map<std::string, double> out;
+    for (const auto& link : s["link_bytes"]) out[link["link"].get<std::string>()] = link["bytes"].get<double>();
+    return out;
+  };
+  const nlohmann::json one_switch = run_with("");
+  const std::string leaves = ", network: {topology: leaf_spine, nodes_per_leaf: 1, uplink_bandwidth: ";
+  const nlohmann::json spine = run_with(leaves + "400GB/s}");
+  std::map<std::string, double> b = bytes(spine);
+  ASSERT_GT(b.at("n0.nic_out"), 0);
+  EXPECT_DOUBLE_EQ(b.at("leaf0.up") + b.at("leaf1.up"), b.at("n0.nic_out") + b.at("n1.nic_out"));
+  EXPECT_DOUBLE_EQ(b.at("leaf0.down") + b.at("leaf1.down"), b.at("n0.nic_in") + b.at("n1.nic_in"));
+  EXPECT_EQ(spine["ttft_s"], one_switch["ttft_s"]);
+  EXPECT_EQ(bytes(one_switch).at("n0.nic_out"), b.at("n0.nic_out"));
+  const nlohmann::json slow = run_with(leaves + "5GB/s}");
+  EXPECT_GT(slow["ttft_parts_s"]["load_pool"].get<double>(), 2 * spine["ttft_parts_s"]["load_pool"].get<double>());
+}
+
 // A cluster is charged for every replica's GPUs and tiers, and its pool as DRAM: four replicas and a 1 TiB
 // pool cost four lone instances and 1,099.5 GB of DRAM an hour.
 TEST(Cluster, CostsItsReplicasAndItsPool) {

@@ -239,12 +239,32 @@ void check_pool_fits(const ConfigNode& pool, const ClusterSpec& c, bool allow_ov
   s.warnings.push_back(key.where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
 }
 
+// `cluster.network`: `topology: switch` (default) or `leaf_spine` with `nodes_per_leaf`, `uplink_bandwidth`
+// and `uplink_latency`.
+void parse_cluster_network(const ConfigNode& node, ClusterSpec& c) {
+  node.allow_keys({"topology", "nodes_per_leaf", "uplink_bandwidth", "uplink_latency"});
+  if (node.choice("topology", {"switch", "leaf_spine"}, "switch") == "switch") {
+    for (const char* key : {"nodes_per_leaf", "uplink_bandwidth", "uplink_latency"}) {
+      if (node.has(key)) node.child(key).fail("applies to topology: leaf_spine only");
+    }
+    return;
+  }
+  const int64_t per_leaf = node.integer("nodes_per_leaf");
+  if (per_leaf < 1 || per_leaf > kMaxClusterInstances) {
+    node.child("nodes_per_leaf").fail("expected 1 to " + std::to_string(kMaxClusterInstances) + " nodes");
+  }
+  c.network.nodes_per_leaf = static_cast<int>(per_leaf);
+  c.network.uplink.bandwidth = node.quantity("uplink_bandwidth", UnitKind::kBandwidth);
+  if (c.network.uplink.bandwidth <= 0) node.child("uplink_bandwidth").fail("expected a positive bandwidth");
+  c.network.uplink.latency = node.quantity("uplink_latency", UnitKind::kDuration, 0.0);
+}
+
 // `cluster:`: how many replicas, and the router in front of them. Replicas fill a node's GPUs before the
 // next node.
 void parse_cluster(const ConfigNode& root, Scenario& s) {
   std::optional<ConfigNode> node = root.optional_child("cluster");
   if (!node) return;
-  node->allow_keys({"instances", "router", "pool"});
+  node->allow_keys({"instances", "router", "pool", "network"});
   ClusterSpec c;
   const int64_t instances = node->integer("instances");
   if (instances < 1 || instances > kMaxClusterInstances) {
@@ -265,6 +285,7 @@ void parse_cluster(const ConfigNode& root, Scenario& s) {
     if (c.router.prefill_weight < 0) router->child("prefill_weight").fail("expected a weight >= 0");
     c.router.staleness_s = router->quantity("staleness", UnitKind::kDuration, 0.0);
   }
+  if (std::optional<ConfigNode> network = node->optional_child("network")) parse_cluster_network(*network, c);
   if (std::optional<ConfigNode> pool = node->optional_child("pool")) {
     for (const TierSpec& tier : s.tiers) {
       if (tier.medium == Medium::kRemote)

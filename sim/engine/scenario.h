@@ -36,6 +36,14 @@ namespace kvtier {
 // replicas on one node share its DRAM and NVMe links.
 inline constexpr int kMaxClusterInstances = 4096;
 
+// `cluster.network`: how the nodes' NICs meet, for the traffic of a shared pool. One switch of full
+// bisection (nodes_per_leaf 0), or leaves of `nodes_per_leaf` nodes under a spine, each leaf reaching the
+// spine over an uplink each way.
+struct ClusterNetwork {
+  int nodes_per_leaf = 0;
+  LinkSpec uplink;
+};
+
 struct ClusterSpec {
   int instances = 1;
   int instances_per_node = 1;  // derived: the node's GPUs over the instance's
@@ -46,6 +54,7 @@ struct ClusterSpec {
   std::optional<TierSpec> pool;
   LoadPath pool_load_path;
   ConversionRates pool_conversion;
+  ClusterNetwork network;
 
   int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
 };

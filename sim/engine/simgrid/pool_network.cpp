@@ -4,11 +4,20 @@ namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 
+namespace {
+
+int leaves(size_t nodes, int nodes_per_leaf) {
+  return nodes_per_leaf > 0 ? static_cast<int>((nodes + nodes_per_leaf - 1) / nodes_per_leaf) : 0;
+}
+
+}  // namespace
+
 PoolNetwork::PoolNetwork(sg4::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> nodes,
-                         const HardwareConfig& hw)
+                         const HardwareConfig& hw, int nodes_per_leaf, const LinkSpec& uplink)
     : nodes_(std::move(nodes)),
       links_per_node_(nodes_.front()->link_names().size()),
-      meter_(nodes_.size() * (links_per_node_ + 2)) {
+      nodes_per_leaf_(nodes_per_leaf),
+      meter_(nodes_.size() * (links_per_node_ + 2) + 2 * leaves(nodes_.size(), nodes_per_leaf)) {
   std::vector<sg4::Link*> links;
   for (const auto& node : nodes_) {
     for (size_t l = 0; l < links_per_node_; ++l) {
@@ -24,6 +33,13 @@ PoolNetwork::PoolNetwork(sg4::NetZone* zone, std::vector<std::shared_ptr<const N
                           ->set_latency(hw.network.latency)
                           ->seal());
       bandwidths_.push_back(hw.network.bandwidth);
+    }
+  }
+  for (int leaf = 0; leaf < leaves(nodes_.size(), nodes_per_leaf_); ++leaf) {
+    for (const std::string direction : {".up", ".down"}) {
+      link_names_.push_back("leaf" + std::to_string(leaf) + direction);
+      links.push_back(zone->create_link(link_names_.back(), uplink.bandwidth)->set_latency(uplink.latency)->seal());
+      bandwidths_.push_back(uplink.bandwidth);
     }
   }
   auto in_route = [&](const std::vector<int>& route) {
@@ -50,9 +66,13 @@ int PoolNetwork::nic(int node, bool in) const {
   return static_cast<int>(nodes_.size() * links_per_node_) + 2 * node + (in ? 0 : 1);
 }
 
+int PoolNetwork::uplink(int leaf, bool up) const {
+  return static_cast<int>(nodes_.size() * (links_per_node_ + 2)) + 2 * leaf + (up ? 0 : 1);
+}
+
 // A share between pool node `pool_node` and GPU `gpu` of `node`. On the node, a load crosses DRAM then the
 // GPU's PCIe and a store the reverse; another node's share crosses that node's DRAM instead of this one's,
-// and both nodes' NICs.
+// both nodes' NICs, and between leaves the sender's uplink up and the receiver's down.
 const std::vector<int>& PoolNetwork::route(int pool_node, int node, int gpu, bool load) {
   auto [it, added] = routes_.try_emplace({pool_node, node, gpu, load});
   std::vector<int>& links = it->second;
@@ -62,12 +82,27 @@ const std::vector<int>& PoolNetwork::route(int pool_node, int node, int gpu, boo
       load ? local.route(Medium::kDram, Medium::kHbm, gpu) : local.route(Medium::kHbm, Medium::kDram, gpu);
   const int dram = load ? on_node.front() : on_node.back();
   auto at = [&](int n, int l) { return static_cast<int>(node_offset(n)) + l; };
-  if (pool_node != node && load) links = {at(pool_node, dram), nic(pool_node, false), nic(node, true)};
+  // From the sending node's NIC to the receiving node's, through the spine when their leaves differ.
+  auto across = [&](int from, int to) {
+    std::vector<int> hops = {nic(from, false)};
+    if (leaf_of(from) != leaf_of(to)) {
+      hops.push_back(uplink(leaf_of(from), true));
+      hops.push_back(uplink(leaf_of(to), false));
+    }
+    hops.push_back(nic(to, true));
+    return hops;
+  };
+  if (pool_node != node && load) {
+    links.push_back(at(pool_node, dram));
+    for (int hop : across(pool_node, node)) links.push_back(hop);
+  }
   for (int l : on_node) {
     if (pool_node == node || l != dram) links.push_back(at(node, l));
   }
-  if (pool_node != node && !load)
-    links.insert(links.end(), {nic(node, false), nic(pool_node, true), at(pool_node, dram)});
+  if (pool_node != node && !load) {
+    for (int hop : across(node, pool_node)) links.push_back(hop);
+    links.push_back(at(pool_node, dram));
+  }
   return links;
 }
 

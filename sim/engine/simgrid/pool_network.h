@@ -4,11 +4,12 @@
 // cluster's hosts: a copy to or from the pool moves an equal share to or from each node. A share on the
 // replica's own node crosses only that node's links (DRAM and the GPU's PCIe); a share on another node
 // crosses that node's DRAM, its NIC out, this node's NIC in and the GPU's PCIe (and the reverse for a
-// store), the NICs being each node's `network` of the hardware file, one link each way (one switch with
-// full bisection between them: it adds no link of its own).
+// store), the NICs being each node's `network` of the hardware file, one link each way. Between NICs,
+// either one switch of full bisection, which adds no link of its own, or leaves of `nodes_per_leaf` nodes
+// under a spine: a share between leaves also crosses its leaf's uplink up and the other leaf's down.
 //
-// Its transfers are metered over every link of the cluster: each node's links (as its NodeZone names them)
-// then every node's NICs ("n0.nic_in", "n0.nic_out", ...).
+// Its transfers are metered over every link of the cluster: each node's links (as its NodeZone names them),
+// every node's NICs ("n0.nic_in", "n0.nic_out", ...), then every leaf's uplinks ("leaf0.up", "leaf0.down").
 #pragma once
 
 #include <map>
@@ -27,8 +28,9 @@ class PoolNetwork {
  public:
   // Adds the NICs and the routes between nodes to `zone`, which the caller seals. REQUIRES: every node
   // built from `hardware`, with its prefix "n<index>.".
+  // With nodes_per_leaf 0, one switch; otherwise leaves of that many nodes, each with `uplink` each way.
   PoolNetwork(simgrid::s4u::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> nodes,
-              const HardwareConfig& hardware);
+              const HardwareConfig& hardware, int nodes_per_leaf = 0, const LinkSpec& uplink = {});
 
   // Starts moving `bytes` between the pool and GPUs first_gpu .. first_gpu + gpus - 1 of node `node`: into
   // them with `load`, out of them otherwise. Returns one Comm per node and GPU.
@@ -46,9 +48,12 @@ class PoolNetwork {
  private:
   const std::vector<int>& route(int pool_node, int node, int gpu, bool load);
   int nic(int node, bool in) const;  // the index of a node's NIC in link_names_
+  int leaf_of(int node) const { return nodes_per_leaf_ > 0 ? node / nodes_per_leaf_ : 0; }
+  int uplink(int leaf, bool up) const;  // the index of a leaf's uplink in link_names_
 
   std::vector<std::shared_ptr<const NodeZone>> nodes_;
   size_t links_per_node_;
+  int nodes_per_leaf_;
   std::vector<std::string> link_names_;
   std::vector<double> bandwidths_;
   // (pool node, node, gpu, load) -> the links the share crosses, indices into link_names_.
