@@ -1,7 +1,5 @@
 #include "sim/engine/cluster_simulation.h"
 
-#include <xbt/log.h>
-
 #include <memory>
 #include <simgrid/s4u.hpp>
 
