@@ -19,13 +19,11 @@ std::optional<double> RoutedDriver::next_ready_time() const {
 Request RoutedDriver::pop_ready() {
   Request r = std::move(inbox_.front());
   inbox_.pop_front();
-  ++in_flight_;
   ++counts_.issued;
   return r;
 }
 
 void RoutedDriver::on_complete(uint64_t request_id, double now) {
-  --in_flight_;
   ++counts_.completed;
   auto it = tokens_.find(request_id);
   --load_.requests;

@@ -32,16 +32,15 @@ class RoutedDriver : public ReplayDriver {
   std::optional<double> next_ready_time() const override;
   Request pop_ready() override;
   void on_complete(uint64_t request_id, double now) override;
-  bool done() const override { return closed_ && inbox_.empty() && in_flight_ == 0; }
+  bool done() const override { return closed_ && load_.requests == 0; }
   // Completions in the window are the cluster driver's to count; here they stay 0.
   ReplayCounts counts() const override { return counts_; }
 
  private:
   CompletionHandler on_complete_;
   std::deque<Request> inbox_;
-  int64_t in_flight_ = 0;
   bool closed_ = false;
-  InstanceLoad load_;
+  InstanceLoad load_;  // every request delivered and not completed: the inbox's and those in flight
   std::unordered_map<uint64_t, int64_t> tokens_;  // of each request delivered, until it completes
   ReplayCounts counts_;
 };

@@ -65,6 +65,8 @@ class Router {
   // Every instance's cached_prefix_blocks() at once, into `matched` (sized to the instances).
   void cached_prefixes(std::span<const uint64_t> block_ids, double now, std::vector<int64_t>& matched);
   const RouterConfig& config() const { return config_; }
+  // Whether decisions read the caches (prefix_aware): otherwise no event need be fed.
+  bool follows_caches() const { return config_.policy == RouterPolicy::kPrefixAware; }
 
  private:
   struct PendingEvent {

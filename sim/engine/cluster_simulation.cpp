@@ -58,7 +58,7 @@ struct Replica {
         feed(router, index),
         doorbell(sg4::Mailbox::by_name("instance" + std::to_string(index))) {
     InstanceConfig config = instance_config(s);
-    config.cache_observer = &feed;
+    if (router.follows_caches()) config.cache_observer = &feed;
     if (pool != nullptr) {  // the tier after the instance's own, on the remote medium
       config.shared_tier = pool;
       config.tier_media.push_back(Medium::kRemote);
@@ -122,11 +122,14 @@ class ClusterLinks {
  public:
   ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, PoolNetwork* pool)
       : by_node_(by_node), pool_(pool) {
+    if (pool_ != nullptr) {  // the nodes' links, then the network's
+      names_ = pool_->link_names();
+      return;
+    }
     for (const std::vector<Replica*>& node : by_node_) {
       const std::vector<std::string>& names = node.front()->platform.link_names();
       names_.insert(names_.end(), names.begin(), names.end());
     }
-    if (pool_ != nullptr) names_ = pool_->link_names();
   }
   const std::vector<std::string>& names() const { return names_; }
   double bandwidth(size_t l) const {
@@ -238,12 +241,7 @@ nlohmann::json pool_json(const SharedPool& pool) {
 }  // namespace
 
 nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& options) {
-  int argc = 2;
-  char name[] = "kvtier";
-  char quiet[] = "--log=root.thres:critical";
-  char* argv[] = {name, quiet, nullptr};
-  sg4::Engine engine(&argc, argv);
-  configure_flow_model(engine);
+  const std::unique_ptr<sg4::Engine> engine = quiet_engine();
   const ClusterSpec& cluster = *s.cluster;
   const HardwareConfig hardware = platform_hardware(s, options.free_transfers);
 
@@ -335,7 +333,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
       if (files) files->series.write(t);
     });
   });
-  engine.run();
+  engine->run();
   for (auto& replica : replicas) replica->records.close();
   if (files) {
     files->requests_file.close();
@@ -362,20 +360,8 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     instances.push_back(std::move(one));
   }
   nlohmann::json summary = total.to_json(links.names(), links.started_bytes());
-  summary["window_s"] = std::min(workload.window_s, end_s);
-  summary["scenario"] = s.name;
-  summary["workload"] = workload.description;
-  summary["simulated_s"] = end_s;
-  summary["engine_steps"] = steps;
-  summary["transfers"] = transfers;
-  summary["events"] = steps + transfers + summary["requests_issued"].get<int64_t>() +
-                      summary["requests_completed"].get<int64_t>();
-  summary["cache_traffic"] = cache_traffic_json(traffic, tier_names(s));
-  int64_t cache_events = 0;
-  for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
-  summary["cache_events"] = cache_events;
-  summary["gpu_busy_s"] = busy_s;
-  summary["sessions_fit"] = sessions_fit_json(s);
+  add_run_totals(summary, s, workload,
+                 {end_s, steps, transfers, busy_s, cache_traffic_json(traffic, tier_names(s))});
   summary["deployment"] = {{"instances", cluster.instances},
                            {"nodes", cluster.nodes()},
                            {"instances_per_node", cluster.instances_per_node},

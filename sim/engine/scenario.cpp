@@ -182,12 +182,23 @@ ConfigNode capacity_key(const ConfigNode& tier) {
   return tier;
 }
 
+// What does not fit in the node is an error at `key`, or with allow_oversubscribe a warning.
+void oversubscribed(const ConfigNode& key, const std::string& message, bool allow_oversubscribe,
+                    Scenario& s) {
+  if (!allow_oversubscribe) {
+    key.fail(message +
+             "; make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe) to simulate "
+             "it anyway");
+  }
+  s.warnings.push_back(key.where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
+}
+
 // A DRAM tier must fit in the node's DRAM and an NVMe tier on its drives, as the hardware file gives them;
 // with allow_oversubscribe, one that does not is a warning.
 void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_oversubscribe, Scenario& s) {
   const HardwareConfig& hw = s.hardware;
   // A cluster's replicas on one node each have their own tiers, side by side.
-  const int sharing = s.cluster ? std::min(s.cluster->instances, s.cluster->instances_per_node) : 1;
+  const int sharing = s.cluster ? s.cluster->instances_on_a_node() : 1;
   for (size_t i = 1; i < s.tiers.size(); ++i) {
     const TierSpec& tier = s.tiers[i];
     double limit = 0;
@@ -208,15 +219,9 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
                                   ? "a " + format_bytes(needed) + " tier does"
                                   : std::to_string(sharing) + " instances' tiers of " +
                                         format_bytes(static_cast<double>(tier.capacity_bytes)) + " do";
-    const std::string message = tiers + " not fit in " + what + ", " + format_bytes(limit) + " in " + hw.name;
-    if (allow_oversubscribe) {
-      s.warnings.push_back(capacity_key(nodes[i]).where() + ": " + message +
-                           " (allow_oversubscribe: simulated anyway)");
-    } else {
-      capacity_key(nodes[i]).fail(message +
-                                  "; make it smaller, or set allow_oversubscribe: true "
-                                  "(--allow-oversubscribe) to simulate it anyway");
-    }
+    oversubscribed(capacity_key(nodes[i]),
+                   tiers + " not fit in " + what + ", " + format_bytes(limit) + " in " + hw.name,
+                   allow_oversubscribe, s);
   }
 }
 
@@ -226,17 +231,15 @@ void check_pool_fits(const ConfigNode& pool, const ClusterSpec& c, bool allow_ov
   double used = share;
   for (const TierSpec& tier : s.tiers) {
     if (tier.medium == Medium::kDram)
-      used += static_cast<double>(tier.capacity_bytes) * std::min(c.instances, c.instances_per_node);
+      used += static_cast<double>(tier.capacity_bytes) * c.instances_on_a_node();
   }
   if (used <= s.hardware.dram_capacity) return;
-  const std::string message = "the pool's share of each node (" + format_bytes(share) +
-                              "), with the node's replicas' DRAM tiers, needs " + format_bytes(used) +
-                              " of DRAM, more than the " + format_bytes(s.hardware.dram_capacity) + " of " +
-                              s.hardware.name;
-  ConfigNode key = pool.has("capacity") ? pool.child("capacity") : pool;
-  if (!allow_oversubscribe)
-    key.fail(message + "; make it smaller, or set allow_oversubscribe: true (--allow-oversubscribe)");
-  s.warnings.push_back(key.where() + ": " + message + " (allow_oversubscribe: simulated anyway)");
+  oversubscribed(pool.has("capacity") ? pool.child("capacity") : pool,
+                 "the pool's share of each node (" + format_bytes(share) +
+                     "), with the node's replicas' DRAM tiers, needs " + format_bytes(used) +
+                     " of DRAM, more than the " + format_bytes(s.hardware.dram_capacity) + " of " +
+                     s.hardware.name,
+                 allow_oversubscribe, s);
 }
 
 // `cluster.network`: `topology: switch` (default) or `leaf_spine` with `nodes_per_leaf`, `uplink_bandwidth`

@@ -12,6 +12,7 @@
 // variant's set:) must name a key that the scenario reads. plan_runs() is that whole check.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -57,6 +58,7 @@ struct ClusterSpec {
   ClusterNetwork network;
 
   int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
+  int instances_on_a_node() const { return std::min(instances, instances_per_node); }  // the most on one
 };
 
 struct Scenario {

@@ -73,12 +73,7 @@ struct RunFiles {
 
 nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   if (s.cluster) return simulate_cluster(s, options);
-  int argc = 2;
-  char name[] = "kvtier";
-  char quiet[] = "--log=root.thres:critical";
-  char* argv[] = {name, quiet, nullptr};
-  sg4::Engine engine(&argc, argv);
-  configure_flow_model(engine);
+  const std::unique_ptr<sg4::Engine> engine = quiet_engine();
   Platform platform(platform_hardware(s, options.free_transfers), s.gpus);
   TieredCache cache(s.tiers);
   WorkloadPlan workload =
@@ -101,7 +96,7 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   });
   ServingInstance instance(instance_config(s), cost, platform, cache, *workload.driver, records,
                            files ? files->transfers_log() : nullptr);
-  sg4::Host* host = engine.host_by_name("dram");
+  sg4::Host* host = engine->host_by_name("dram");
   std::optional<ProgressLine> progress;
   if (options.progress)
     progress.emplace(
@@ -123,33 +118,21 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
       if (files) files->series.write(t);
     });
   });
-  engine.run();
+  engine->run();
   records.close();
   // The run ends with its last request; stores still in flight then are followed to their end for
   // transfers.csv, on a clock the summary no longer reads.
   const double end_s = sg4::Engine::get_clock();
   if (files) {
     sg4::Actor::create("stores", host, [&] { instance.finish_stores(); });
-    engine.run();
+    engine->run();
     files->close();
   }
   nlohmann::json summary = request_summary.to_json(platform.link_names(), platform.link_bytes());
-  summary["window_s"] = std::min(workload.window_s, end_s);
-  summary["scenario"] = s.name;
-  summary["workload"] = workload.description;
-  summary["simulated_s"] = end_s;
-  // Events: what the engine processes in simulated time (steps, transfers, arrivals, completions).
-  int64_t transfers = instance.state().transfers + instance.store_transfers();
-  summary["engine_steps"] = instance.state().steps;
-  summary["transfers"] = transfers;
-  summary["events"] = instance.state().steps + transfers + summary["requests_issued"].get<int64_t>() +
-                      summary["requests_completed"].get<int64_t>();
-  summary["cache_traffic"] = cache_traffic_json(cache);
-  int64_t cache_events = 0;
-  for (const auto& flow : summary["cache_traffic"]) cache_events += flow["blocks"].get<int64_t>();
-  summary["cache_events"] = cache_events;
-  summary["gpu_busy_s"] = instance.state().busy_s;
-  summary["sessions_fit"] = sessions_fit_json(s);
+  const InstanceState& st = instance.state();
+  add_run_totals(
+      summary, s, workload,
+      {end_s, st.steps, st.transfers + instance.store_transfers(), st.busy_s, cache_traffic_json(cache)});
   if (progress) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});
   }

@@ -206,7 +206,9 @@ void Scheduler::choose_loads(Sequence& seq) {
 // to and from HBM's layout, which the next step pays for.
 void Scheduler::start_transfers(Sequence* waiter) {
   load_bytes_.assign(tier_count(), 0);
+  if (config_.shared_tier != nullptr) load_from_shared_tier(waiter);
   for (const CacheEvent& e : events_->events) {
+    if (e.kind == CacheEventKind::kPlace && config_.shared_tier != nullptr) write_to_shared_tier(e.block);
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
     if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
     bool converts = cache_.tier(e.from_tier).layout != cache_.tier(e.to_tier).layout &&
@@ -223,7 +225,6 @@ void Scheduler::start_transfers(Sequence* waiter) {
     }
     backend_.start_store(e.from_tier, e.to_tier, bytes);
   }
-  if (config_.shared_tier != nullptr) start_shared_transfers(waiter);
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
     waiter->load = backend_.start_load(load_bytes_);
@@ -238,29 +239,32 @@ void Scheduler::start_transfers(Sequence* waiter) {
   }
 }
 
-// The shared tier's part: the waiter's blocks it holds join its load (unless recomputed), and each block
-// placed in HBM is written through to it, unless it holds the block already. Its layout converts to and
-// from HBM's on the GPU, as a lower tier's does.
-void Scheduler::start_shared_transfers(Sequence* waiter) {
+// The shared tier's part of a load: the waiter's blocks it holds (unless recomputed). Its layout converts to
+// and from HBM's on the GPU, as a lower tier's does.
+void Scheduler::load_from_shared_tier(const Sequence* waiter) {
   const int shared = cache_.tier_count();
-  const bool converts = layout_of(shared) != layout_of(0);
-  const auto shared_bytes = static_cast<double>(config_.shared_tier->spec().bytes_per_block());
-  const auto hbm_bytes = static_cast<double>(cache_.tier(0).bytes_per_block());
-  auto convert = [&](double blocks, bool load) {
-    if (!converts) return;
-    const ConversionRates& rates = config_.tier_conversions.at(shared);
-    conversion_s_ +=
-        blocks * (shared_bytes + hbm_bytes) / (load ? rates.load_bytes_per_s : rates.store_bytes_per_s);
-  };
-  if (waiter != nullptr && waiter->shared_blocks > 0 && !waiter->recompute_tier[shared]) {
-    load_bytes_[shared] += static_cast<double>(waiter->shared_blocks) * shared_bytes;
-    convert(static_cast<double>(waiter->shared_blocks), true);
-  }
-  for (const CacheEvent& e : events_->events) {
-    if (e.kind != CacheEventKind::kPlace || !config_.shared_tier->store(e.block)) continue;
-    convert(1, false);
-    backend_.start_store(0, shared, shared_bytes);
-  }
+  if (waiter == nullptr || waiter->shared_blocks == 0 || waiter->recompute_tier[shared]) return;
+  const auto blocks = static_cast<double>(waiter->shared_blocks);
+  load_bytes_[shared] += blocks * static_cast<double>(config_.shared_tier->spec().bytes_per_block());
+  convert_shared(blocks, true);
+}
+
+// A block placed in HBM is written through to the shared tier, unless it holds the block already.
+void Scheduler::write_to_shared_tier(uint64_t block) {
+  if (!config_.shared_tier->store(block)) return;
+  convert_shared(1, false);
+  backend_.start_store(0, cache_.tier_count(),
+                       static_cast<double>(config_.shared_tier->spec().bytes_per_block()));
+}
+
+// The GPU's time converting `blocks` between the shared tier's layout and HBM's, when they differ.
+void Scheduler::convert_shared(double blocks, bool load) {
+  const int shared = cache_.tier_count();
+  if (layout_of(shared) == layout_of(0)) return;
+  const ConversionRates& rates = config_.tier_conversions.at(shared);
+  const auto bytes =
+      static_cast<double>(config_.shared_tier->spec().bytes_per_block() + cache_.tier(0).bytes_per_block());
+  conversion_s_ += blocks * bytes / (load ? rates.load_bytes_per_s : rates.store_bytes_per_s);
 }
 
 void Scheduler::finish_loads() {

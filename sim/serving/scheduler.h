@@ -125,7 +125,9 @@ class Scheduler {
   // The cache's tiers, and the shared tier after them when there is one.
   int tier_count() const { return cache_.tier_count() + (config_.shared_tier != nullptr ? 1 : 0); }
   const KvLayout& layout_of(int tier) const;
-  void start_shared_transfers(Sequence* waiter);
+  void load_from_shared_tier(const Sequence* waiter);
+  void write_to_shared_tier(uint64_t block);
+  void convert_shared(double blocks, bool load);
 
   SchedulerConfig config_;
   const CostModel& cost_;

@@ -42,10 +42,10 @@ class PoolNetwork {
   const std::vector<double>& link_bytes() const { return meter_.link_bytes(); }
   std::vector<double> carried_bytes() { return meter_.carried_bytes(); }
   double bandwidth(size_t link) const { return bandwidths_[link]; }
-  // Where node n's links start in link_names().
-  size_t node_offset(int node) const { return static_cast<size_t>(node) * links_per_node_; }
 
  private:
+  // Where node n's links start in link_names().
+  size_t node_offset(int node) const { return static_cast<size_t>(node) * links_per_node_; }
   const std::vector<int>& route(int pool_node, int node, int gpu, bool load);
   int nic(int node, bool in) const;  // the index of a node's NIC in link_names_
   int leaf_of(int node) const { return nodes_per_leaf_ > 0 ? node / nodes_per_leaf_ : 0; }

@@ -4,6 +4,33 @@
 
 namespace kvtier {
 
+std::unique_ptr<simgrid::s4u::Engine> quiet_engine() {
+  static char name[] = "kvtier";
+  static char quiet[] = "--log=root.thres:critical";
+  int argc = 2;
+  char* argv[] = {name, quiet, nullptr};
+  auto engine = std::make_unique<simgrid::s4u::Engine>(&argc, argv);
+  configure_flow_model(*engine);
+  return engine;
+}
+
+void add_run_totals(nlohmann::json& summary, const Scenario& s, const WorkloadPlan& workload, RunTotals t) {
+  summary["window_s"] = std::min(workload.window_s, t.end_s);
+  summary["scenario"] = s.name;
+  summary["workload"] = workload.description;
+  summary["simulated_s"] = t.end_s;
+  summary["engine_steps"] = t.steps;
+  summary["transfers"] = t.transfers;
+  summary["events"] = t.steps + t.transfers + summary["requests_issued"].get<int64_t>() +
+                      summary["requests_completed"].get<int64_t>();
+  int64_t cache_events = 0;
+  for (const auto& flow : t.cache_traffic) cache_events += flow["blocks"].get<int64_t>();
+  summary["cache_traffic"] = std::move(t.cache_traffic);
+  summary["cache_events"] = cache_events;
+  summary["gpu_busy_s"] = t.busy_s;
+  summary["sessions_fit"] = sessions_fit_json(s);
+}
+
 InstanceConfig instance_config(const Scenario& s) {
   InstanceConfig c{scheduler_config(s), {}, {}, s.blocking_transfers};
   for (const TierSpec& tier : s.tiers) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -10,8 +11,25 @@
 #include "sim/engine/run_cost.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/simgrid/serving_instance.h"
+#include "sim/engine/workload.h"
 
 namespace kvtier {
+
+// A SimGrid engine that logs only critical messages, with the flow model of platform.h.
+std::unique_ptr<simgrid::s4u::Engine> quiet_engine();
+
+// What the summary says of the whole run beside its requests' figures (RequestSummary): window, scenario,
+// workload, simulated time, engine steps, transfers and events (steps, transfers, arrivals and
+// completions), the cache's traffic and its block events, the GPUs' busy time, the sessions that fit.
+struct RunTotals {
+  double end_s = 0;
+  int64_t steps = 0;
+  int64_t transfers = 0;
+  double busy_s = 0;
+  nlohmann::json cache_traffic;
+};
+void add_run_totals(nlohmann::json& summary, const Scenario& s, const WorkloadPlan& workload,
+                    RunTotals totals);
 
 // The instance's configuration: the scheduler's, and where each tier lives.
 InstanceConfig instance_config(const Scenario& s);
