@@ -122,7 +122,7 @@ void Scheduler::take_arrivals() {
 void Scheduler::reject(Sequence& seq) {
   RequestRecord& r = record(seq);
   r.rejected = true;
-  driver_.on_complete(r.id, backend_.now());
+  driver_.on_reject(r.id, backend_.now());
   records_.settle();
 }
 
@@ -146,6 +146,10 @@ void Scheduler::admit_waiting() {
 bool Scheduler::admit(Sequence& seq) {
   events_->events.clear();
   if (!cache_.admit(seq.request.block_ids, seq.admission)) return false;
+  if (seq.request.prefilled_elsewhere) {
+    receive_prefilled(seq);
+    return true;
+  }
   if (config_.shared_tier != nullptr) {
     seq.shared_blocks = config_.shared_tier->leading_run(
         std::span(seq.request.block_ids).subspan(static_cast<size_t>(seq.admission.prefix.hit_blocks)));
@@ -158,6 +162,18 @@ bool Scheduler::admit(Sequence& seq) {
   seq.prefilled = seq.cached_tokens;
   start_transfers(&seq);
   return true;
+}
+
+// The KV of a request prefilled elsewhere arrives whole into the blocks just pinned: whatever the lower
+// tiers held of it is not loaded (every tier counts as recomputed, so no promotion moves), and no hit is
+// counted here, where nothing is saved. The placement's demotions and write-throughs still move.
+void Scheduler::receive_prefilled(Sequence& seq) {
+  record(seq).admitted_s = backend_.now();
+  seq.recompute_tier.assign(tier_count(), true);
+  backend_.cache_admitted(seq.request.id, seq.request.block_ids, seq.recompute_tier);
+  start_transfers(&seq);
+  seq.load = backend_.receive_prefilled_kv(seq.request.id);
+  seq.prefilled = seq.request.input_tokens;
 }
 
 // Hit tokens per tier; at least one token is always computed, so a full hit gives back its last token.
@@ -408,6 +424,7 @@ void Scheduler::preempt_newest() {
   RequestRecord& r = record(*seq);
   ++r.preemptions;
   r.first_token_s = -1;
+  seq->request.prefilled_elsewhere = false;  // its KV is gone: recomputed here
   if (running_.empty()) {
     // It ran alone and its prompt and output still outgrew HBM: run again, it would end here again.
     reject(*seq);

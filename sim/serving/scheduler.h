@@ -14,6 +14,12 @@
 // queues again at the front and is recomputed). When nothing runs and the head of the queue still does not
 // fit, it never will: it is rejected.
 //
+// Disaggregated serving: a request prefilled on another instance (Request::prefilled_elsewhere) is
+// admitted like any other, its blocks pinned in HBM, but nothing is loaded from the lower tiers nor
+// prefilled: it waits for its KV from the prefill instance (ServingBackend::receive_prefilled_kv), its
+// first token arriving with it, then decodes. Preempted, it forgets where it came from and is recomputed
+// here.
+//
 // The scheduler never waits and never measures time: its ServingBackend (serving_backend.h) gives the time
 // and runs the transfers, and whoever drives it runs the steps it plans. The simulator (ServingInstance)
 // sleeps each step for the cost model's time on SimGrid's clock; a GPU loop runs the step's kernels. Both
@@ -111,6 +117,7 @@ class Scheduler {
   void reject(Sequence& seq);
   void admit_waiting();
   bool admit(Sequence& seq);
+  void receive_prefilled(Sequence& seq);
   void count_hits(Sequence& seq);
   void choose_loads(Sequence& seq);
   void start_transfers(Sequence* waiter);

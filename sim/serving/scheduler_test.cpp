@@ -80,10 +80,17 @@ class FakeBackend : public ServingBackend {
   void start_store(int from_tier, int to_tier, double bytes) override {
     stores.push_back({from_tier, to_tier, bytes});
   }
+  // A received KV is a load of no bytes from the tiers.
+  LoadHandle receive_prefilled_kv(uint64_t request_id) override {
+    received.push_back(request_id);
+    loads.emplace_back();
+    return static_cast<LoadHandle>(loads.size() - 1);
+  }
 
   double clock = 0;
   std::vector<Load> loads;
   std::vector<Store> stores;
+  std::vector<uint64_t> received;
 };
 
 // One scheduler over its cache, driver and backend. Call start() after priming the cache and driver.
@@ -504,6 +511,72 @@ TEST(Scheduler, PreemptingALoadingRequestCancelsItsLoad) {
   h.decide_and_run();  // A decodes
   EXPECT_TRUE(h.backend.loads[0].cancelled);
   EXPECT_EQ(h.records[1].preemptions, 1);
+}
+
+TEST(Scheduler, ARequestPrefilledElsewhereWaitsForItsKvThenDecodesWithoutPrefilling) {
+  // Blocks 1-2 are cached in DRAM only; a request of them (8 tokens, 3 output tokens) prefilled on
+  // another instance loads nothing from DRAM, counts no hit and prefills nothing: it waits for its KV,
+  // gets its first token when the KV lands (0.25 s), then decodes its 2 other tokens over 9 and 10.
+  Harness h({tier("hbm", 4), tier("dram", 100)});
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
+  h.cache.release(a);
+  Request r = request(0, 1, 2, 3);
+  r.prefilled_elsewhere = true;
+  h.driver.add(r);
+  h.start();
+  const Decision& wait = h.scheduler->decide();
+  ASSERT_EQ(wait.kind, Decision::Kind::kWait);
+  EXPECT_EQ(wait.awaited_loads, (std::vector<LoadHandle>{0}));
+  EXPECT_EQ(h.backend.received, (std::vector<uint64_t>{0}));
+  ASSERT_EQ(h.backend.loads.size(), 1u);
+  EXPECT_TRUE(h.backend.loads[0].bytes_by_tier.empty());  // nothing from the tiers
+  EXPECT_EQ(h.records[0].hit_tokens, (std::vector<int64_t>{0, 0}));
+  h.scheduler->end_iteration();
+  h.backend.clock = 0.25;
+  h.backend.loads[0].done = true;
+  const Decision& first = h.scheduler->decide();
+  EXPECT_DOUBLE_EQ(h.records[0].first_token_s, 0.25);
+  EXPECT_DOUBLE_EQ(h.records[0].load_wait_s, 0.25);
+  ASSERT_EQ(first.kind, Decision::Kind::kStep);
+  EXPECT_TRUE(first.step.prefills.empty());
+  ASSERT_EQ(first.step.decodes.size(), 1u);
+  EXPECT_EQ(first.step.decodes[0].context_tokens, 9);
+  h.run(first);
+  h.decide_and_run();
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0}));
+  EXPECT_EQ(h.records[0].recomputed_tokens, 0);
+}
+
+TEST(Scheduler, APrefilledRequestPreemptedIsRecomputedHere) {
+  // As in DecodeKvGrowthPreemptsTheNewestRequest, but B (blocks 200-201) was prefilled elsewhere: its KV
+  // lands, both decode, and B is preempted. It is not received again: it comes back once A completes and
+  // prefills all its 8 tokens here (A's growing decode KV left the cache no room for B's blocks, and there
+  // is no lower tier to keep them).
+  Harness h({tier("hbm", 4)});
+  h.driver.add(request(0, 100, 2, 10));
+  Request b = request(1, 200, 2, 10);
+  b.prefilled_elsewhere = true;
+  h.driver.add(b);
+  h.start();
+  h.decide_and_run();  // A prefills; B waits for its KV
+  h.backend.loads.at(0).done = true;
+  h.decide_and_run();  // B's KV has landed: both decode
+  EXPECT_EQ(h.records[1].preemptions, 1);
+  int b_chunks = 0;
+  for (int i = 0; i < 100 && !h.scheduler->finished(); ++i) {
+    const Decision& d = h.scheduler->decide();
+    if (d.kind != Decision::Kind::kStep) continue;
+    for (const PrefillChunk& c : d.step.prefills) b_chunks += c.request_id == 1 ? 1 : 0;
+    h.run(d);
+  }
+  EXPECT_TRUE(h.scheduler->finished());
+  EXPECT_EQ(h.backend.received, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(b_chunks, 1);
+  EXPECT_EQ(h.records[1].recomputed_tokens, 8);
+  EXPECT_EQ(h.driver.completed, (std::vector<uint64_t>{0, 1}));
 }
 
 TEST(Scheduler, RejectsARequestThatCanNeverFitOnceNothingRuns) {

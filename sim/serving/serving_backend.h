@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 namespace kvtier {
@@ -37,6 +38,12 @@ class ServingBackend {
   virtual bool load_done(LoadHandle load) = 0;
   // Abandons a load that is not done (its request was preempted); the handle is spent.
   virtual void cancel_load(LoadHandle load) = 0;
+  // Disaggregated serving: starts waiting for the KV of a request prefilled on another instance
+  // (Request::prefilled_elsewhere), which arrives into the blocks its admission pinned in HBM; the handle
+  // is done once all of it has landed. A backend that serves no such request need not implement it.
+  virtual LoadHandle receive_prefilled_kv(uint64_t /*request_id*/) {
+    throw std::logic_error("this serving backend cannot receive KV prefilled elsewhere");
+  }
   // Queues a background copy from one tier to another, of `bytes` as the link carries them: a copy out of
   // HBM in the destination's layout (the GPU converts it first), any other in the source's.
   virtual void start_store(int from_tier, int to_tier, double bytes) = 0;

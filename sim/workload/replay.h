@@ -40,6 +40,8 @@ class ReplayDriver {
   virtual Request pop_ready() = 0;
   // REQUIRES: request_id came from pop_ready() and was not completed before; now >= its ready time.
   virtual void on_complete(uint64_t request_id, double now) = 0;
+  // The request was rejected, never served (see on_complete's REQUIRES). A replay counts it as done.
+  virtual void on_reject(uint64_t request_id, double now) { on_complete(request_id, now); }
   // No request is ready, none will become ready, and none is in flight.
   virtual bool done() const = 0;
   virtual ReplayCounts counts() const = 0;

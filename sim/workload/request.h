@@ -26,6 +26,9 @@ struct Request {
   // this for free; trace statistics use it to skip rescanning the shared prefix. Never more than the
   // true shared length.
   size_t same_as_previous_turn = 0;
+  // Disaggregated serving: the request was prefilled on another instance, whose first token and KV
+  // arrive with it (the scheduler waits for the KV instead of prefilling).
+  bool prefilled_elsewhere = false;
 };
 
 }  // namespace kvtier
