@@ -9,7 +9,7 @@ namespace {
 
 TEST(RoutedDriver, IssuesWhatIsDeliveredInOrderAndReportsCompletions) {
   std::vector<std::pair<uint64_t, double>> completed;
-  RoutedDriver d([&](uint64_t id, double now) { completed.emplace_back(id, now); });
+  RoutedDriver d([&](uint64_t id, double now, bool) { completed.emplace_back(id, now); });
   EXPECT_FALSE(d.next_ready_time());
   Request a;
   a.id = 4;
@@ -42,10 +42,36 @@ TEST(RoutedDriver, IssuesWhatIsDeliveredInOrderAndReportsCompletions) {
 }
 
 TEST(RoutedDriver, IsNotDoneUntilClosed) {
-  RoutedDriver d([](uint64_t, double) {});
+  RoutedDriver d([](uint64_t, double, bool) {});
   EXPECT_FALSE(d.done());
   d.close();
   EXPECT_TRUE(d.done());
+}
+
+TEST(RoutedDriver, CountsAnExpectedRequestOnceAndTellsARejection) {
+  std::vector<bool> rejected;
+  RoutedDriver d([&](uint64_t, double, bool r) { rejected.push_back(r); });
+  Request a;
+  a.id = 1;
+  a.input_tokens = 100;
+  a.output_tokens = 10;
+  Request b = a;
+  b.id = 2;
+  d.expect(a);
+  d.expect(b);
+  EXPECT_EQ(d.load().requests, 2);
+  EXPECT_EQ(d.load().active_tokens, 220);
+  EXPECT_FALSE(d.next_ready_time());  // expected, not delivered
+  d.withdraw(2);
+  d.deliver(a, 4.0);
+  EXPECT_EQ(d.load().requests, 1);
+  EXPECT_EQ(d.load().active_tokens, 110);
+  EXPECT_EQ(*d.next_ready_time(), 4.0);
+  d.pop_ready();
+  d.on_reject(1, 5.0);
+  d.close();
+  EXPECT_TRUE(d.done());
+  EXPECT_EQ(rejected, (std::vector<bool>{true}));
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ double non_negative(const ConfigNode& node, std::string_view key) {
 
 GpuSpec parse_gpu(const ConfigNode& node) {
   node.allow_keys({"model", "count", "hbm_capacity", "hbm_bandwidth", "bf16_dense", "fp8_dense",
-                   "prefill_mfu", "memory_bandwidth_efficiency"});
+                   "prefill_mfu", "memory_bandwidth_efficiency", "peer_bandwidth"});
   GpuSpec gpu;
   gpu.model = node.string("model");
   int64_t count = node.integer("count", 1);
@@ -44,6 +44,8 @@ GpuSpec parse_gpu(const ConfigNode& node) {
   gpu.prefill_mfu = fraction(node, "prefill_mfu", gpu.prefill_mfu);
   gpu.memory_bandwidth_efficiency =
       fraction(node, "memory_bandwidth_efficiency", gpu.memory_bandwidth_efficiency);
+  gpu.peer_bandwidth = node.quantity("peer_bandwidth", UnitKind::kBandwidth, 0);
+  if (gpu.peer_bandwidth < 0) node.child("peer_bandwidth").fail("expected a bandwidth of 0 or more");
   return gpu;
 }
 

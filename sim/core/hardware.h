@@ -17,6 +17,9 @@ struct GpuSpec {
   double fp8_flops = 0;
   double prefill_mfu = 0.5;                  // achieved / peak FLOP/s during prefill
   double memory_bandwidth_efficiency = 0.8;  // achieved / peak HBM bandwidth during decode
+  // Each direction, to another GPU of the node (NVLink, Infinity Fabric); 0 when unknown, and then copies
+  // between GPUs go over PCIe.
+  double peer_bandwidth = 0;
 };
 
 struct LinkSpec {

@@ -3,12 +3,14 @@
 #include <memory>
 #include <simgrid/s4u.hpp>
 
+#include "sim/cluster/handoff_ledger.h"
 #include "sim/cluster/routed_driver.h"
 #include "sim/cluster/router.h"
 #include "sim/cluster/shared_pool.h"
 #include "sim/core/checked_file.h"
 #include "sim/engine/run_cost.h"
-#include "sim/engine/simgrid/pool_network.h"
+#include "sim/engine/simgrid/fabric.h"
+#include "sim/engine/simgrid/kv_handoffs.h"
 #include "sim/engine/simgrid/run_parts.h"
 #include "sim/engine/workload.h"
 
@@ -37,33 +39,50 @@ class RouterFeed : public CacheEventSink {
   int instance_;
 };
 
+// Per tier, whether a promotion moves the block out of it (the router cannot tell from the event).
+std::vector<bool> exclusive_tiers(const Scenario& s) {
+  std::vector<bool> exclusive;
+  for (const TierSpec& t : s.tiers) exclusive.push_back(t.placement == Placement::kExclusive);
+  return exclusive;
+}
+
+// How a replica is wired into the cluster: the router its cache events feed (as which of its instances),
+// who is told when a request leaves it and of each record once final, the pool, and with
+// disaggregation where received KV comes from and who watches its steps.
+struct ReplicaWiring {
+  Router* router = nullptr;
+  int router_index = 0;
+  RoutedDriver::CompletionHandler on_leave;
+  std::function<void(const RequestRecord&)> on_record;
+  SharedPool* pool = nullptr;
+  std::function<std::vector<sg4::CommPtr>(uint64_t)> prefilled_kv;
+  std::function<void(const StepPlan&, bool)> on_step;
+};
+
 // One replica: its cache, the driver the router feeds, its records and summary, its engine.
 struct Replica {
-  Replica(const Scenario& s, const CostModel& cost, Router& router, int index,
-          std::shared_ptr<const NodeZone> node, int first_gpu, const std::vector<std::string>& tiers,
-          double window_s, const std::function<void(const RequestRecord&, int)>& record,
-          ReplayDriver& cluster_driver, sg4::Mailbox* router_bell, SharedPool* pool)
+  Replica(const Scenario& s, const CostModel& cost, int index, std::shared_ptr<const NodeZone> node,
+          int first_gpu, const std::vector<std::string>& tiers, double window_s, ReplicaWiring wiring)
       : index(index),
         cache(s.tiers),
         platform(std::move(node), first_gpu, s.gpus),
-        driver([&cluster_driver, router_bell](uint64_t id, double now) {
-          cluster_driver.on_complete(id, now);
-          ring(router_bell);
-        }),
+        driver(std::move(wiring.on_leave)),
         summary(tiers, s.slo, window_s),
-        records([this, record](const RequestRecord& r) {
+        records([this, on_record = std::move(wiring.on_record)](const RequestRecord& r) {
           summary.add(r);
-          record(r, this->index);
+          on_record(r);
         }),
-        feed(router, index),
+        feed(*wiring.router, wiring.router_index),
         doorbell(sg4::Mailbox::by_name("instance" + std::to_string(index))) {
     InstanceConfig config = instance_config(s);
-    if (router.follows_caches()) config.cache_observer = &feed;
-    if (pool != nullptr) {  // the tier after the instance's own, on the remote medium
-      config.shared_tier = pool;
+    if (wiring.router->follows_caches()) config.cache_observer = &feed;
+    if (wiring.pool != nullptr) {  // the tier after the instance's own, on the remote medium
+      config.shared_tier = wiring.pool;
       config.tier_media.push_back(Medium::kRemote);
-      config.tier_names.push_back(pool->spec().name);
+      config.tier_names.push_back(wiring.pool->spec().name);
     }
+    config.prefilled_kv = std::move(wiring.prefilled_kv);
+    config.on_step = std::move(wiring.on_step);
     engine =
         std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
     engine->listen(doorbell);
@@ -82,26 +101,21 @@ struct Replica {
 
 using Replicas = std::vector<std::unique_ptr<Replica>>;
 
-// The router's actor: routes each request of the workload when it is ready, waking for the next arrival
-// or for a completion (which may ready a closed loop's next turn). Every request ready at one time is
-// delivered before a replica is rung (ringing yields to the other actors, and a replica woken early would
-// start a step without the rest). When the workload is over, it closes every replica's driver and rings
-// each, so that they stop.
-void route_requests(ReplayDriver& workload, Router& router, Replicas& replicas, sg4::Mailbox* bell) {
-  std::vector<InstanceLoad> loads(replicas.size());
+// The router's actor: routes each request of the workload when it is ready (`dispatch` delivers it and
+// returns the replica to wake), waking for the next arrival or for a completion (which may ready a closed
+// loop's next turn). Every request ready at one time is delivered before a replica is rung (ringing
+// yields to the other actors, and a replica woken early would start a step without the rest). When the
+// workload is over, it closes every replica's driver and rings each, so that they stop.
+void route_requests(ReplayDriver& workload, const std::function<int(Request, double)>& dispatch,
+                    Replicas& replicas, sg4::Mailbox* bell) {
   std::vector<bool> delivered(replicas.size(), false);
   sg4::CommPtr woken;
   void* payload = nullptr;
   while (true) {
     const double now = sg4::Engine::get_clock();
     std::optional<double> next = workload.next_ready_time();
-    for (; next && *next <= now; next = workload.next_ready_time()) {
-      Request request = workload.pop_ready();
-      for (size_t i = 0; i < replicas.size(); ++i) loads[i] = replicas[i]->driver.load();
-      const int chosen = router.route(request, now, loads);
-      replicas[chosen]->driver.deliver(std::move(request), now);
-      delivered[chosen] = true;
-    }
+    for (; next && *next <= now; next = workload.next_ready_time())
+      delivered[dispatch(workload.pop_ready(), now)] = true;
     for (size_t i = 0; i < replicas.size(); ++i) {
       if (delivered[i]) ring(replicas[i]->doorbell);
       delivered[i] = false;
@@ -116,11 +130,141 @@ void route_requests(ReplayDriver& workload, Router& router, Replicas& replicas, 
   }
 }
 
+// The replicas and how requests reach them: one router over all of them or, with disaggregation, one over
+// the prefill replicas (the first ones) and one over the decode replicas, and the KV handed off between
+// them. Every request's final record goes to `final` with the instance that served it (its decode
+// instance) and the one that prefilled it (-1 without disaggregation).
+class Deployment {
+ public:
+  using FinalRecord = std::function<void(const RequestRecord&, int instance, int prefill_instance)>;
+  Deployment(const Scenario& s, const CostModel& cost,
+             const std::vector<std::shared_ptr<const NodeZone>>& nodes, const std::vector<std::string>& tiers,
+             double window_s, SharedPool* pool, Fabric* fabric, ReplayDriver& workload,
+             sg4::Mailbox* router_bell, FinalRecord final);
+
+  // Routes a request ready at `now` and delivers it; returns the replica to wake.
+  int dispatch(Request request, double now);
+
+  Replicas replicas;
+  std::unique_ptr<KvHandoffs> handoffs;
+  std::unique_ptr<HandoffLedger> ledger;
+
+ private:
+  // What a replica does when a request leaves it: the workload learns of it (and the router wakes), or
+  // with disaggregation a prefilled request goes on to its decode replica.
+  RoutedDriver::CompletionHandler leave_handler(int index);
+  void hand_off(uint64_t id, double now, bool rejected);
+
+  ReplayDriver& workload_;
+  sg4::Mailbox* router_bell_;
+  int prefill_instances_ = 0;  // 0 without disaggregation
+  std::vector<std::unique_ptr<Router>> routers_;
+  std::vector<InstanceLoad> loads_;
+  struct Held {
+    Request request;  // whole, with its output tokens
+    int decode = 0;
+  };
+  std::unordered_map<uint64_t, Held> held_;  // requests being prefilled, for their decode replica
+};
+
+Deployment::Deployment(const Scenario& s, const CostModel& cost,
+                       const std::vector<std::shared_ptr<const NodeZone>>& nodes,
+                       const std::vector<std::string>& tiers, double window_s, SharedPool* pool,
+                       Fabric* fabric, ReplayDriver& workload, sg4::Mailbox* router_bell, FinalRecord final)
+    : workload_(workload), router_bell_(router_bell) {
+  const ClusterSpec& cluster = *s.cluster;
+  if (cluster.disaggregation) prefill_instances_ = cluster.disaggregation->prefill_instances;
+  const int first_group = prefill_instances_ > 0 ? prefill_instances_ : cluster.instances;
+  routers_.push_back(std::make_unique<Router>(cluster.router, first_group, exclusive_tiers(s)));
+  if (prefill_instances_ > 0) {
+    routers_.push_back(
+        std::make_unique<Router>(cluster.router, cluster.instances - prefill_instances_, exclusive_tiers(s)));
+    std::vector<KvHandoffs::Place> places;
+    for (int i = 0; i < cluster.instances; ++i)
+      places.push_back({i / cluster.instances_per_node, (i % cluster.instances_per_node) * s.gpus});
+    handoffs = std::make_unique<KvHandoffs>(*fabric, std::move(places), s.gpus, cost.kv_bytes_per_token(),
+                                            s.model.layers, cluster.disaggregation->layerwise);
+    ledger = std::make_unique<HandoffLedger>(final);
+  }
+  for (int i = 0; i < cluster.instances; ++i) {
+    const bool prefills = i < prefill_instances_;
+    const bool decodes = prefill_instances_ > 0 && !prefills;
+    ReplicaWiring w;
+    w.router = routers_[decodes ? 1 : 0].get();
+    w.router_index = decodes ? i - prefill_instances_ : i;
+    w.on_leave = leave_handler(i);
+    w.pool = pool;
+    if (prefills) {
+      w.on_record = [this](const RequestRecord& r) { ledger->prefill_settled(r); };
+      if (handoffs->layerwise())
+        w.on_step = [this](const StepPlan& step, bool ran) { handoffs->on_prefill_step(step, ran); };
+    } else if (decodes) {
+      w.on_record = [this](const RequestRecord& r) { ledger->decode_settled(r); };
+      w.prefilled_kv = [this](uint64_t id) { return handoffs->received(id); };
+    } else {
+      w.on_record = [final, i](const RequestRecord& r) { final(r, i, -1); };
+    }
+    const int node = i / cluster.instances_per_node;
+    replicas.push_back(std::make_unique<Replica>(
+        s, cost, i, nodes[node], (i % cluster.instances_per_node) * s.gpus, tiers, window_s, std::move(w)));
+  }
+}
+
+RoutedDriver::CompletionHandler Deployment::leave_handler(int index) {
+  if (index < prefill_instances_)
+    return [this](uint64_t id, double now, bool rejected) { hand_off(id, now, rejected); };
+  return [this](uint64_t id, double now, bool) {
+    workload_.on_complete(id, now);
+    ring(router_bell_);
+  };
+}
+
+int Deployment::dispatch(Request request, double now) {
+  loads_.clear();
+  for (const auto& replica : replicas) loads_.push_back(replica->driver.load());
+  if (prefill_instances_ == 0) {
+    const int chosen = routers_[0]->route(request, now, loads_);
+    replicas[chosen]->driver.deliver(std::move(request), now);
+    return chosen;
+  }
+  const std::span<const InstanceLoad> loads(loads_);
+  const int prefill = routers_[0]->route(request, now, loads.first(prefill_instances_));
+  const int decode = prefill_instances_ + routers_[1]->route(request, now, loads.subspan(prefill_instances_));
+  handoffs->expect(request.id, prefill, decode);
+  ledger->route(request.id, prefill, decode);
+  replicas[decode]->driver.expect(request);
+  Request first_token = request;  // the prefill replica serves the prompt and its first token
+  first_token.output_tokens = 1;
+  held_.emplace(request.id, Held{std::move(request), decode});
+  replicas[prefill]->driver.deliver(std::move(first_token), now);
+  return prefill;
+}
+
+// A request leaves its prefill replica: its KV goes to its decode replica, and the request with it, or,
+// rejected, it leaves the cluster.
+void Deployment::hand_off(uint64_t id, double now, bool rejected) {
+  auto it = held_.find(id);
+  Held held = std::move(it->second);
+  held_.erase(it);
+  Replica& decode = *replicas[held.decode];
+  if (rejected) {
+    decode.driver.withdraw(id);
+    handoffs->forget(id);
+    workload_.on_complete(id, now);
+    ring(router_bell_);
+    return;
+  }
+  handoffs->prefilled(id, held.request.input_tokens);
+  held.request.prefilled_elsewhere = true;
+  decode.driver.deliver(std::move(held.request), now);
+  ring(decode.doorbell);
+}
+
 // Every link of the cluster: each node's (`n0.dram`, ...), each carrying what its replicas moved, then
-// with a pool its NICs (pool_network.h), and everything the pool moved on any of them.
+// with a pool its NICs (fabric.h), and everything the pool moved on any of them.
 class ClusterLinks {
  public:
-  ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, PoolNetwork* pool)
+  ClusterLinks(const std::vector<std::vector<Replica*>>& by_node, Fabric* pool)
       : by_node_(by_node), pool_(pool) {
     if (pool_ != nullptr) {  // the nodes' links, then the network's
       names_ = pool_->link_names();
@@ -163,7 +307,7 @@ class ClusterLinks {
   }
 
   const std::vector<std::vector<Replica*>>& by_node_;
-  PoolNetwork* pool_;
+  Fabric* pool_;
   std::vector<std::string> names_;
 };
 
@@ -202,20 +346,13 @@ void sample_cluster(const Scenario& s, Replicas& replicas, ClusterLinks& cluster
   }
 }
 
-// Per tier, whether a promotion moves the block out of it (the router cannot tell from the event).
-std::vector<bool> exclusive_tiers(const Scenario& s) {
-  std::vector<bool> exclusive;
-  for (const TierSpec& t : s.tiers) exclusive.push_back(t.placement == Placement::kExclusive);
-  return exclusive;
-}
-
 // The cluster's requests.csv and timeseries.csv, written as the run goes.
 struct ClusterFiles {
   ClusterFiles(const std::string& dir, const std::vector<std::string>& tiers,
-               const std::vector<std::string>& links)
+               const std::vector<std::string>& links, RequestsCsvWriter::RouteColumns route_columns)
       : requests_file(dir + "/requests.csv"),
         series_file(dir + "/timeseries.csv"),
-        requests(requests_file, tiers, true),
+        requests(requests_file, tiers, route_columns),
         series(series_file, links, tiers) {}
   CheckedFile requests_file, series_file;
   RequestsCsvWriter requests;
@@ -245,8 +382,9 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   const ClusterSpec& cluster = *s.cluster;
   const HardwareConfig hardware = platform_hardware(s, options.free_transfers);
 
-  // Every node in one zone, and the router's host one link away from each node, with neither latency nor
-  // a limit that a message of no bytes would feel.
+  // Every node in one zone, and the router's host and every node's one link away from each node, with
+  // neither latency nor a limit that a message of no bytes would feel (the router and a prefill replica
+  // ring replicas elsewhere).
   sg4::NetZone* zone = sg4::create_full_zone("cluster");
   std::vector<std::shared_ptr<const NodeZone>> nodes;
   sg4::Host* router_host = zone->create_host("router", 1.0)->seal();
@@ -256,16 +394,21 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     prefix += std::to_string(n);
     prefix += '.';
     nodes.push_back(std::make_shared<const NodeZone>(zone, hardware, hardware.gpu.count, prefix));
-    zone->add_route(router_host->get_netpoint(), nodes.back()->dram()->get_netpoint(), nullptr, nullptr,
-                    {sg4::LinkInRoute(router_link)}, true);
+    std::vector<sg4::Host*> callers = {router_host};
+    for (size_t other = 0; cluster.disaggregation && other + 1 < nodes.size(); ++other)
+      callers.push_back(nodes[other]->dram());
+    for (sg4::Host* from : callers) {
+      zone->add_route(from->get_netpoint(), nodes.back()->dram()->get_netpoint(), nullptr, nullptr,
+                      {sg4::LinkInRoute(router_link)}, true);
+    }
   }
-  std::unique_ptr<PoolNetwork> network;
+  std::unique_ptr<Fabric> network;
+  if (cluster.pool || cluster.disaggregation) {
+    network = std::make_unique<Fabric>(zone, nodes, hardware, cluster.network.nodes_per_leaf,
+                                       cluster.network.uplink, cluster.disaggregation.has_value());
+  }
   std::unique_ptr<SharedPool> pool;
-  if (cluster.pool) {
-    network = std::make_unique<PoolNetwork>(zone, nodes, hardware, cluster.network.nodes_per_leaf,
-                                            cluster.network.uplink);
-    pool = std::make_unique<SharedPool>(*cluster.pool);
-  }
+  if (cluster.pool) pool = std::make_unique<SharedPool>(*cluster.pool);
   zone->seal();
 
   WorkloadPlan workload =
@@ -275,27 +418,27 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   if (pool) tiers.push_back(pool->spec().name);
   std::unique_ptr<ClusterFiles> files;
   RequestSummary total(tiers, s.slo, workload.window_s);
-  auto record = [&](const RequestRecord& r, int instance) {
+  auto record = [&](const RequestRecord& r, int instance, int prefill_instance) {
     total.add(r);
-    if (files) files->requests.write(r, instance);
+    if (files) files->requests.write(r, instance, prefill_instance);
   };
-  Router router(cluster.router, cluster.instances, exclusive_tiers(s));
   sg4::Mailbox* router_bell = sg4::Mailbox::by_name("router");
-  Replicas replicas;
+  Deployment deployment(s, cost, nodes, tiers, workload.window_s, pool.get(), network.get(), *workload.driver,
+                        router_bell, record);
+  Replicas& replicas = deployment.replicas;
   std::vector<std::vector<Replica*>> by_node(nodes.size());
-  for (int i = 0; i < cluster.instances; ++i) {
-    const int node = i / cluster.instances_per_node;
-    const int first_gpu = (i % cluster.instances_per_node) * s.gpus;
-    replicas.push_back(std::make_unique<Replica>(s, cost, router, i, nodes[node], first_gpu, tiers,
-                                                 workload.window_s, record, *workload.driver, router_bell,
-                                                 pool.get()));
-    if (network) replicas.back()->platform.use_pool(network.get(), node);
-    by_node[node].push_back(replicas.back().get());
+  for (auto& replica : replicas) {
+    const int node = replica->index / cluster.instances_per_node;
+    if (pool) replica->platform.use_pool(network.get(), node);
+    by_node[node].push_back(replica.get());
   }
   ClusterLinks links(by_node, network.get());
   if (!options.out_dir.empty()) {
     create_checked_folder(options.out_dir);
-    files = std::make_unique<ClusterFiles>(options.out_dir, tiers, links.names());
+    files =
+        std::make_unique<ClusterFiles>(options.out_dir, tiers, links.names(),
+                                       cluster.disaggregation ? RequestsCsvWriter::RouteColumns::kHandoff
+                                                              : RequestsCsvWriter::RouteColumns::kInstance);
   }
 
   std::optional<ProgressLine> progress;
@@ -315,8 +458,9 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   };
   sg4::Mailbox* run_over = sg4::Mailbox::by_name("sampler");
   int running = cluster.instances;
+  auto dispatch = [&](Request request, double now) { return deployment.dispatch(std::move(request), now); };
   sg4::Actor::create("router", router_host,
-                     [&] { route_requests(*workload.driver, router, replicas, router_bell); });
+                     [&] { route_requests(*workload.driver, dispatch, replicas, router_bell); });
   for (auto& replica : replicas) {
     Replica* r = replica.get();
     sg4::Actor::create("instance" + std::to_string(r->index), r->platform.node().dram(), [&, r] {
@@ -354,6 +498,8 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     nlohmann::json one = r->summary.to_json(r->platform.link_names(), r->platform.link_bytes());
     one["instance"] = r->index;
     one["node"] = r->index / cluster.instances_per_node;
+    if (cluster.disaggregation)
+      one["role"] = r->index < cluster.disaggregation->prefill_instances ? "prefill" : "decode";
     one["engine_steps"] = st.steps;
     one["gpu_busy_s"] = st.busy_s;
     one["cache_traffic"] = cache_traffic_json(r->cache);
@@ -367,6 +513,17 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
                            {"instances_per_node", cluster.instances_per_node},
                            {"gpus_per_instance", s.gpus},
                            {"router", router_json(cluster.router)}};
+  if (cluster.disaggregation) {
+    const int prefill = cluster.disaggregation->prefill_instances;
+    summary["deployment"]["disaggregation"] = {
+        {"prefill_instances", prefill},
+        {"decode_instances", cluster.instances - prefill},
+        {"kv_transfer", cluster.disaggregation->layerwise ? "layerwise" : "whole"}};
+    summary["handoff"] = {{"requests", deployment.handoffs->requests()},
+                          {"bytes", deployment.handoffs->bytes()},
+                          {"handoff_s", percentiles(deployment.ledger->handoff_s())},
+                          {"ttft_share", deployment.ledger->ttft_share()}};
+  }
   if (pool) summary["pool"] = pool_json(*pool);
   if (s.cost)
     summary["cost"] =

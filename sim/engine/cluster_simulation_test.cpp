@@ -309,6 +309,110 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
                 .find("cluster.pool: the instance already has a remote tier ('remote'); a cluster's pool "
                       "takes its place"),
             std::string::npos);
+  EXPECT_EQ(error("cluster: {instances: 4, disaggregation: {prefill_instances: 4}}\n"),
+            "test.yaml:11:61: cluster.disaggregation.prefill_instances: expected 1 to 3 of the cluster's 4 "
+            "instances (the others decode)");
+  EXPECT_NE(error("cluster: {instances: 4, disaggregation: {prefill_instances: 1, kv_transfer: lazy}}\n")
+                .find("cluster.disaggregation.kv_transfer: expected whole or layerwise"),
+            std::string::npos);
+}
+
+// Llama-3.1-8B's KV in bf16: 32 layers x 8 KV heads x 128 dimensions x K and V x 2 bytes a token.
+constexpr double kLlama8bKvBytesPerToken = 32.0 * 8 * 128 * 2 * 2;
+
+std::map<std::string, double> link_bytes(const nlohmann::json& summary) {
+  std::map<std::string, double> out;
+  for (const auto& link : summary["link_bytes"])
+    out[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  return out;
+}
+
+// One request of 8,192 tokens (16 blocks) prefilled on instance 0 of node 0 and handed to the first
+// decode instance, alone on the links: its KV, 8,192 x 131,072 bytes, crosses in latency + bytes over the
+// narrowest link. With prefill_instances 8 of 9 the decode instance is on node 1: the sender's PCIe
+// (55 GB/s, 2.8 us), both NICs (400 GB/s, 5 us each) and the receiver's PCIe. With 1 of 2 it is GPU 1 of
+// node 0: NVLink, 450 GB/s each way, no latency. Layer-wise, the prefill's step (longer than the copy)
+// hides all but the last of 32 layers.
+TEST(ClusterDisaggregation, AHandoffAloneTakesLatencyPlusBytesOverTheNarrowestLink) {
+  const fs::path trace = fs::temp_directory_path() / "one-request.jsonl";
+  {
+    std::ofstream out(trace);
+    out << R"({"timestamp": 0, "input_length": 8192, "output_length": 10, "hash_ids": [)";
+    for (int b = 0; b < 16; ++b) out << (b > 0 ? ", " : "") << b;
+    out << "]}\n";
+  }
+  const double bytes = 8192 * kLlama8bKvBytesPerToken;
+  auto handoff = [&](int instances, int prefill, const std::string& transfer) {
+    const std::string cluster =
+        "cluster: {instances: " + std::to_string(instances) +
+        ", router: {policy: least_loaded}, disaggregation: {prefill_instances: " + std::to_string(prefill) +
+        ", kv_transfer: " + transfer + "}}\n";
+    nlohmann::json s = run(scenario(scenario_text(cluster, trace.string())));
+    EXPECT_EQ(s["requests_completed"], 1);
+    EXPECT_DOUBLE_EQ(s["handoff"]["bytes"].get<double>(), bytes);
+    return s;
+  };
+  const double pcie = 2 * 2.8e-6, nics = 2 * 5e-6;
+  nlohmann::json across = handoff(9, 8, "whole");
+  EXPECT_NEAR(across["handoff"]["handoff_s"]["p50"].get<double>(), pcie + nics + bytes / 55e9, 1e-9);
+  EXPECT_DOUBLE_EQ(link_bytes(across).at("n0.nic_out"), bytes);
+  EXPECT_DOUBLE_EQ(link_bytes(across).at("n1.pcie_h2d_0"), bytes);
+  nlohmann::json within = handoff(2, 1, "whole");
+  EXPECT_NEAR(within["handoff"]["handoff_s"]["p50"].get<double>(), bytes / 450e9, 1e-9);
+  EXPECT_DOUBLE_EQ(link_bytes(within).at("n0.peer_in_1"), bytes);
+  nlohmann::json layerwise = handoff(9, 8, "layerwise");
+  EXPECT_NEAR(layerwise["handoff"]["handoff_s"]["p50"].get<double>(), pcie + nics + bytes / 32 / 55e9, 1e-9);
+  // The first token reaches the user with the KV: the prefill's TTFT plus the handoff.
+  const nlohmann::json& prefill = across["instances"][0]["ttft_s"]["p50"];
+  EXPECT_NEAR(across["ttft_s"]["p50"].get<double>(),
+              prefill.get<double>() + across["handoff"]["handoff_s"]["p50"].get<double>(), 1e-9);
+  fs::remove(trace);
+}
+
+// Conservation: with the prefill instances on node 0 and the decode instances on node 1, the NICs carry
+// every request's prompt KV once, and nothing else; the router's decisions are in requests.csv.
+TEST(ClusterDisaggregation, TheNicsCarryEveryPromptsKvOnce) {
+  const fs::path dir = fs::temp_directory_path() / "cluster-disaggregated";
+  fs::remove_all(dir);
+  nlohmann::json s =
+      run(scenario(scenario_text("cluster: {instances: 16, disaggregation: {prefill_instances: 8}}\n")),
+          dir.string());
+  const std::vector<Row> rows = read_csv(dir / "requests.csv");
+  double prompts = 0;
+  for (const Row& r : rows) {
+    EXPECT_LT(std::stoi(r.at("prefill_instance")), 8);
+    EXPECT_GE(std::stoi(r.at("instance")), 8);
+    EXPECT_GE(std::stod(r.at("handoff_s")), 0);
+    prompts += std::stod(r.at("input_tokens")) * kLlama8bKvBytesPerToken;
+  }
+  ASSERT_GT(rows.size(), 100u);
+  EXPECT_EQ(s["requests_completed"], s["requests_issued"]);
+  EXPECT_EQ(s["handoff"]["requests"].get<size_t>(), rows.size());
+  const std::map<std::string, double> b = link_bytes(s);
+  EXPECT_NEAR(b.at("n0.nic_out"), prompts, 1e-9 * prompts);
+  EXPECT_NEAR(b.at("n1.nic_in"), prompts, 1e-9 * prompts);
+  EXPECT_EQ(b.at("n1.nic_out"), 0);
+  fs::remove_all(dir);
+}
+
+// The trade-off, under load (256 closed-loop agent sessions on 16 GPUs, two minutes): 12 decode instances
+// that run no prefill chunk emit tokens faster, and 4 GPUs prefilling, with the KV to move, make the first
+// token later. (With 8 and 8, decode batches twice as dense as the colocated ones' cost as much as the
+// prefill chunks they are spared, this early in the run: TPOT is no better yet.)
+TEST(ClusterDisaggregation, TradesTimeToFirstTokenForTimePerOutputToken) {
+  auto run_with = [](const std::string& cluster) {
+    std::string text = scenario_text(cluster);
+    text.replace(
+        text.find("workload:"), std::string::npos,
+        "workload: {loop: closed, source: agent, agent: agent-default, sessions: 256, duration: 2min}\n" +
+            cluster);
+    return run(scenario(text));
+  };
+  nlohmann::json together = run_with("cluster: {instances: 16}\n");
+  nlohmann::json apart = run_with("cluster: {instances: 16, disaggregation: {prefill_instances: 4}}\n");
+  EXPECT_LT(apart["tpot_s"]["p50"].get<double>(), 0.8 * together["tpot_s"]["p50"].get<double>());
+  EXPECT_GT(apart["ttft_s"]["p50"].get<double>(), together["ttft_s"]["p50"].get<double>());
+  EXPECT_GT(apart["handoff"]["ttft_share"].get<double>(), 0);
 }
 
 }  // namespace

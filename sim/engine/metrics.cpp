@@ -21,6 +21,8 @@ void add_count(std::string& row, int64_t value) {
   append_integer(row, value);
 }
 
+}  // namespace
+
 nlohmann::json percentiles(LatencyQuantiles& values) {
   if (values.empty()) return nullptr;
   return {{"p50", values.percentile(0.50)},
@@ -28,8 +30,6 @@ nlohmann::json percentiles(LatencyQuantiles& values) {
           {"p99", values.percentile(0.99)},
           {"mean", values.mean()}};
 }
-
-}  // namespace
 
 TtftParts ttft_parts(const RequestRecord& r) {
   TtftParts p;
@@ -156,17 +156,20 @@ nlohmann::json summarise(const std::vector<RequestRecord>& records,
 }
 
 RequestsCsvWriter::RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names,
-                                     bool instance_column)
-    : out_(out), tier_names_(std::move(tier_names)), instance_column_(instance_column) {
+                                     RouteColumns route_columns)
+    : out_(out), tier_names_(std::move(tier_names)), route_columns_(route_columns) {
   out << "id,session,turn,arrival_s,queue_s,load_wait_s,prefill_start_s,first_token_s,completion_s,ttft_s,"
          "input_tokens,output_tokens";
   for (const std::string& t : tier_names_) out << ",hit_tokens_" << t;
   out << ",recomputed_tokens,preemptions,ttft_queue_s";
   for (size_t t = 1; t < tier_names_.size(); ++t) out << ",ttft_load_" << tier_names_[t] << "_s";
-  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s" << (instance_column_ ? ",instance\n" : "\n");
+  out << ",ttft_conversion_s,ttft_prefill_s,ttft_other_s";
+  if (route_columns_ != RouteColumns::kNone) out << ",instance";
+  if (route_columns_ == RouteColumns::kHandoff) out << ",prefill_instance,handoff_s";
+  out << '\n';
 }
 
-void RequestsCsvWriter::write(const RequestRecord& r, int instance) {
+void RequestsCsvWriter::write(const RequestRecord& r, int instance, int prefill_instance) {
   row_.clear();
   append_integer(row_, r.id);
   add_count(row_, r.session_id);
@@ -194,7 +197,11 @@ void RequestsCsvWriter::write(const RequestRecord& r, int instance) {
     add_number(row_, p.prefill_s);
     add_number(row_, p.other_s);
   }
-  if (instance_column_) add_count(row_, instance);
+  if (route_columns_ != RouteColumns::kNone) add_count(row_, instance);
+  if (route_columns_ == RouteColumns::kHandoff) {
+    add_count(row_, prefill_instance);
+    add_number(row_, r.prefill_end_s >= 0 && r.first_token_s >= 0 ? r.first_token_s - r.prefill_end_s : -1);
+  }
   row_ += '\n';
   out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
 }

@@ -51,6 +51,9 @@ TtftParts ttft_parts(const RequestRecord& r);
 // tier, conversion, prefill, other (a JSON object read back keeps its keys sorted instead).
 std::vector<std::string> ttft_part_names(const nlohmann::json& parts);
 
+// A latency's p50, p95, p99 and mean as summary.json gives them; null when there is none.
+nlohmann::json percentiles(LatencyQuantiles& values);
+
 // The summary of a run's requests, added one at a time as each is final (request_log.h), in arrival
 // order: counts and sums as they come, latencies in LatencyQuantiles (exact up to a million requests, a
 // sketch within 0.1 % beyond: sim/core/quantiles.h), so that its memory does not grow with the run.
@@ -100,15 +103,18 @@ nlohmann::json cache_traffic_json(const TrafficTotals& totals, const std::vector
 // requests.csv, a row per request as it is written: the header at construction.
 class RequestsCsvWriter {
  public:
-  // With `instance_column`, a last column `instance`: in a cluster, the instance the router sent the
-  // request to.
-  RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names, bool instance_column = false);
-  void write(const RequestRecord& r, int instance = -1);
+  // The router's decisions in a cluster, in last columns: `instance`, the instance it sent the request to
+  // (the decode instance with disaggregation), and with disaggregation `prefill_instance` and `handoff_s`
+  // (from the prefill's first token to the KV landing on the decode instance; -1 when it never did).
+  enum class RouteColumns { kNone, kInstance, kHandoff };
+  RequestsCsvWriter(std::ostream& out, std::vector<std::string> tier_names,
+                    RouteColumns route_columns = RouteColumns::kNone);
+  void write(const RequestRecord& r, int instance = -1, int prefill_instance = -1);
 
  private:
   std::ostream& out_;
   std::vector<std::string> tier_names_;
-  bool instance_column_;
+  RouteColumns route_columns_;
   std::string row_;  // the row being built, its buffer kept
 };
 

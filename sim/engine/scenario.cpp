@@ -262,12 +262,27 @@ void parse_cluster_network(const ConfigNode& node, ClusterSpec& c) {
   c.network.uplink.latency = node.quantity("uplink_latency", UnitKind::kDuration, 0.0);
 }
 
+// `cluster.disaggregation`: `prefill_instances` (the others decode) and `kv_transfer: whole | layerwise`.
+Disaggregation parse_disaggregation(const ConfigNode& node, int instances) {
+  node.allow_keys({"prefill_instances", "kv_transfer"});
+  Disaggregation d;
+  const int64_t prefill = node.integer("prefill_instances");
+  if (prefill < 1 || prefill >= instances) {
+    node.child("prefill_instances")
+        .fail("expected 1 to " + std::to_string(instances - 1) + " of the cluster's " +
+              std::to_string(instances) + " instances (the others decode)");
+  }
+  d.prefill_instances = static_cast<int>(prefill);
+  d.layerwise = node.choice("kv_transfer", {"whole", "layerwise"}, "whole") == "layerwise";
+  return d;
+}
+
 // `cluster:`: how many replicas, and the router in front of them. Replicas fill a node's GPUs before the
 // next node.
 void parse_cluster(const ConfigNode& root, Scenario& s) {
   std::optional<ConfigNode> node = root.optional_child("cluster");
   if (!node) return;
-  node->allow_keys({"instances", "router", "pool", "network"});
+  node->allow_keys({"instances", "router", "pool", "network", "disaggregation"});
   ClusterSpec c;
   const int64_t instances = node->integer("instances");
   if (instances < 1 || instances > kMaxClusterInstances) {
@@ -289,6 +304,8 @@ void parse_cluster(const ConfigNode& root, Scenario& s) {
     c.router.staleness_s = router->quantity("staleness", UnitKind::kDuration, 0.0);
   }
   if (std::optional<ConfigNode> network = node->optional_child("network")) parse_cluster_network(*network, c);
+  if (std::optional<ConfigNode> d = node->optional_child("disaggregation"))
+    c.disaggregation = parse_disaggregation(*d, c.instances);
   if (std::optional<ConfigNode> pool = node->optional_child("pool")) {
     for (const TierSpec& tier : s.tiers) {
       if (tier.medium == Medium::kRemote)

@@ -45,6 +45,13 @@ struct ClusterNetwork {
   LinkSpec uplink;
 };
 
+// `cluster.disaggregation`: the first `prefill_instances` replicas prefill, the others decode, and each
+// request's KV moves from one to the other: whole once its prefill ends, or layer by layer as it runs.
+struct Disaggregation {
+  int prefill_instances = 1;
+  bool layerwise = false;
+};
+
 struct ClusterSpec {
   int instances = 1;
   int instances_per_node = 1;  // derived: the node's GPUs over the instance's
@@ -56,6 +63,7 @@ struct ClusterSpec {
   LoadPath pool_load_path;
   ConversionRates pool_conversion;
   ClusterNetwork network;
+  std::optional<Disaggregation> disaggregation;
 
   int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
   int instances_on_a_node() const { return std::min(instances, instances_per_node); }  // the most on one

@@ -17,6 +17,9 @@ struct RequestRecord {
   double prefill_start_s = -1;
   double first_token_s = -1;
   double completion_s = -1;
+  // Disaggregated serving: when its prefill instance emitted the first token, which reached the user with
+  // its KV on the decode instance at first_token_s (sim/cluster/handoff_ledger.h); -1 otherwise.
+  double prefill_end_s = -1;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
   std::vector<int64_t> hit_tokens;  // per tier, tier 0 = HBM

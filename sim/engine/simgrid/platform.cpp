@@ -4,7 +4,7 @@
 
 #include "sim/core/config.h"
 #include "sim/engine/isolated_run.h"
-#include "sim/engine/simgrid/pool_network.h"
+#include "sim/engine/simgrid/fabric.h"
 
 namespace sg4 = simgrid::s4u;
 

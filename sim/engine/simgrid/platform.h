@@ -49,7 +49,7 @@ class NodeZone {
   std::vector<simgrid::s4u::Host*> gpu_hosts_;
 };
 
-class PoolNetwork;
+class Fabric;
 
 // What one serving instance moves over its node: transfers between media on its GPUs, and the bytes it
 // put on each of the node's links (other instances of the node count their own).
@@ -61,8 +61,8 @@ class Platform {
   Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus);
 
   // In a cluster with a shared KV pool: the instance is on node `node`, and copies to and from the remote
-  // medium go to the pool (pool_network.h), which meters them. REQUIRES: the instance has no remote tier.
-  void use_pool(PoolNetwork* pool, int node) {
+  // medium go to the pool (fabric.h), which meters them. REQUIRES: the instance has no remote tier.
+  void use_pool(Fabric* pool, int node) {
     pool_ = pool;
     node_index_ = node;
   }
@@ -94,7 +94,7 @@ class Platform {
   int first_gpu_ = 0;
   int gpus_ = 0;
   FlowMeter meter_;
-  PoolNetwork* pool_ = nullptr;
+  Fabric* pool_ = nullptr;
   int node_index_ = 0;
 };
 

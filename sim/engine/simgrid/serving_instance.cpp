@@ -19,6 +19,8 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
     : tier_media_(std::move(config.tier_media)),
       tier_names_(std::move(config.tier_names)),
       blocking_transfers_(config.blocking_transfers),
+      prefilled_kv_(std::move(config.prefilled_kv)),
+      on_step_(std::move(config.on_step)),
       platform_(platform),
       transfers_(transfers),
       stores_(platform, transfers),
@@ -28,9 +30,11 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
 // The step's compute at the GPU's present heat (the time since the last step cooled it), then its
 // conversions, which are memory-bound.
 void ServingInstance::run_step(const StepPlan& step) {
+  if (on_step_) on_step_(step, false);
   heat_.rest(sg4::Engine::get_clock() - last_step_end_);
   sg4::this_actor::sleep_for(heat_.run(step.compute_s, step.heats_gpu) + step.conversion_s);
   last_step_end_ = sg4::Engine::get_clock();
+  if (on_step_) on_step_(step, true);
 }
 
 void ServingInstance::run(const std::function<void()>& each_iteration) {
@@ -133,6 +137,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
   }
   if (transfers_) {
     for (const LoadPart& part : load.parts) {
+      if (part.tier == kPrefilled) continue;
       double landed = load.start_s;
       for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
       transfers_->add(
@@ -145,8 +150,17 @@ bool ServingInstance::load_done(LoadHandle handle) {
 
 void ServingInstance::cancel_load(LoadHandle handle) {
   auto it = loads_.find(handle);
-  for (const LoadPart& part : it->second.parts) platform_.cancel(part.comms);
+  for (const LoadPart& part : it->second.parts) {
+    if (part.tier != kPrefilled) platform_.cancel(part.comms);  // the sender's handoff goes on
+  }
   loads_.erase(it);
+}
+
+LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
+  Load& load = loads_[next_load_];
+  load.start_s = now();
+  load.parts.push_back({kPrefilled, 0, prefilled_kv_(request_id)});
+  return next_load_++;
 }
 
 void ServingInstance::start_store(int from_tier, int to_tier, double bytes) {

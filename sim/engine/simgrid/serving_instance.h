@@ -31,6 +31,11 @@ struct InstanceConfig : SchedulerConfig {
   std::vector<Medium> tier_media;        // where each cache tier lives
   std::vector<std::string> tier_names;  // the cache's names of the tiers, for transfers.csv
   bool blocking_transfers = false;      // instance.transfers: blocking
+  // Disaggregated serving: the transfers that bring a request prefilled elsewhere its KV (a decode
+  // instance waits for them), and a hook told of each step as it starts and once it has run (a prefill
+  // instance streams KV layer by layer as its steps run). Either may be empty.
+  std::function<std::vector<simgrid::s4u::CommPtr>(uint64_t request_id)> prefilled_kv;
+  std::function<void(const StepPlan& step, bool ran)> on_step;
 };
 
 // What the sampler reads while the instance runs.
@@ -61,12 +66,14 @@ class ServingInstance : private ServingBackend {
   bool load_done(LoadHandle load) override;
   void cancel_load(LoadHandle load) override;
   void start_store(int from_tier, int to_tier, double bytes) override;
+  LoadHandle receive_prefilled_kv(uint64_t request_id) override;
   bool wait_for_work(const Decision& decision);
   void settle_transfers();
   void write_started_transfers();
   void run_step(const StepPlan& step);
 
-  // The part of a load that one lower tier sends.
+  // The part of a load that one lower tier sends, or (tier kPrefilled) another instance.
+  static constexpr int kPrefilled = -1;
   struct LoadPart {
     int tier = 0;
     double bytes = 0;
@@ -80,6 +87,8 @@ class ServingInstance : private ServingBackend {
   std::vector<Medium> tier_media_;
   std::vector<std::string> tier_names_;
   bool blocking_transfers_;
+  std::function<std::vector<simgrid::s4u::CommPtr>(uint64_t)> prefilled_kv_;
+  std::function<void(const StepPlan&, bool)> on_step_;
   Platform& platform_;
   InstanceState state_;
   TransfersCsvWriter* transfers_;
