@@ -98,13 +98,18 @@ std::optional<LoadPath> load_path_on(const HardwareConfig& hardware, const Confi
 
 // `medium`, when given, is the tier's medium, and the map has no `medium` key; `given_layout` is its
 // layout, and the map has no `kv` key.
-// `definition` names the schema definition the map's keys go to (schema: the pool's are its own).
+// `definition` names the schema definition the map's keys go to (schema: the pool's are its own), and
+// `more_keys` keys the map may have beside a tier's, which the caller reads.
 TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model, int64_t block_tokens,
                     const std::optional<int64_t>& given_capacity_bytes, std::optional<Medium> medium = {},
-                    const std::optional<KvLayout>& given_layout = {}, const char* definition = "tier") {
+                    const std::optional<KvLayout>& given_layout = {}, const char* definition = "tier",
+                    const std::vector<std::string>& more_keys = {}) {
   node.schema_definition(definition);
-  node.allow_keys({"medium", "name", "capacity", "capacity_tokens", "capacity_blocks", "kv", "policy",
-                   "prefix_aware", "placement", "write", "promote_on_hit", "admit_after", "recency_order"});
+  std::vector<std::string> keys = {
+      "medium",       "name",      "capacity", "capacity_tokens", "capacity_blocks", "kv",           "policy",
+      "prefix_aware", "placement", "write",    "promote_on_hit",  "admit_after",     "recency_order"};
+  keys.insert(keys.end(), more_keys.begin(), more_keys.end());
+  node.allow_keys(keys);
   TierSpec tier;
   tier.medium = medium ? *medium : parse_tier_medium(node, index);
   tier.name = node.string("name", medium_name(tier.medium));
@@ -137,9 +142,10 @@ TierSpec parse_tier(const ConfigNode& node, size_t index, const ModelCard& model
 }  // namespace
 
 TierSpec parse_pool_tier(const ConfigNode& node, const ModelCard& model, int64_t block_tokens) {
-  node.allow_keys({"name", "kv", "capacity", "policy", "recency_order"});
-  TierSpec pool =
-      parse_tier(node, 1, model, block_tokens, std::nullopt, Medium::kRemote, std::nullopt, "pool");
+  // `nodes` and `medium` place the pool on a cluster's nodes: the cluster's parser reads them.
+  node.allow_keys({"name", "kv", "capacity", "policy", "recency_order", "nodes", "medium"});
+  TierSpec pool = parse_tier(node, 1, model, block_tokens, std::nullopt, Medium::kRemote, std::nullopt,
+                             "pool", {"nodes"});
   pool.name = node.string("name", "pool");
   return pool;
 }

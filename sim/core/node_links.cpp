@@ -10,7 +10,7 @@ int NodeLinks::add_link(const std::string& name, double bandwidth, double latenc
 }
 
 NodeLinks::NodeLinks(const HardwareConfig& hw, int gpus) {
-  if (gpus <= 0 || gpus > hw.gpu.count) {
+  if (gpus < 0 || gpus > hw.gpu.count) {  // 0: a host without GPUs (a cluster's pool node)
     throw ConfigError("instance.gpus: " + std::to_string(gpus) + " GPUs do not fit a node of " +
                       std::to_string(hw.gpu.count));
   }

@@ -29,7 +29,8 @@ struct NodeLink {
 class NodeLinks {
  public:
   // The node of an instance of `gpus` GPUs (tensor parallel) of `hardware`: NVMe links where it has drives,
-  // a network link where it has a network. Throws ConfigError when the node has fewer GPUs.
+  // a network link where it has a network; with 0 GPUs, a host without any (a cluster's pool node). Throws
+  // ConfigError when the node has fewer GPUs.
   NodeLinks(const HardwareConfig& hardware, int gpus);
 
   const std::vector<NodeLink>& links() const { return links_; }

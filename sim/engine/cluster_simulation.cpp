@@ -404,8 +404,17 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   }
   std::unique_ptr<Fabric> network;
   if (cluster.pool || cluster.disaggregation) {
-    network = std::make_unique<Fabric>(zone, nodes, hardware, cluster.network.nodes_per_leaf,
-                                       cluster.network.uplink, cluster.disaggregation.has_value());
+    std::vector<std::shared_ptr<const NodeZone>> fabric_nodes = nodes;  // the serving nodes, then the pool's
+    for (int p = 0; cluster.pool && p < cluster.pool_nodes; ++p) {
+      std::string prefix = "p";  // in steps, as the serving nodes' (-Wrestrict)
+      prefix += std::to_string(p);
+      prefix += '.';
+      fabric_nodes.push_back(std::make_shared<const NodeZone>(zone, hardware, 0, prefix));
+    }
+    network = std::make_unique<Fabric>(
+        zone, std::move(fabric_nodes), hardware,
+        FabricLayout{cluster.network.nodes_per_leaf, cluster.network.uplink,
+                     cluster.disaggregation.has_value(), cluster.pool_nodes, cluster.pool_medium});
   }
   std::unique_ptr<SharedPool> pool;
   if (cluster.pool) pool = std::make_unique<SharedPool>(*cluster.pool);

@@ -76,6 +76,14 @@ std::vector<Row> by_id(std::vector<Row> rows) {
   return rows;
 }
 
+// Bytes per link, by name, from a summary.
+std::map<std::string, double> link_bytes(const nlohmann::json& summary) {
+  std::map<std::string, double> out;
+  for (const auto& link : summary["link_bytes"])
+    out[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  return out;
+}
+
 TEST(Cluster, OfOneInstanceServesAsTheLoneInstance) {
   const fs::path dir = fs::temp_directory_path() / "cluster-of-one";
   fs::remove_all(dir);
@@ -202,9 +210,7 @@ TEST(ClusterPool, TheNetworkCarriesTheRemoteHalfOfThePoolsBlocks) {
   const double moved =
       static_cast<double>(pool["hit_blocks"].get<int64_t>() + pool["stored_blocks"].get<int64_t>()) *
       pool["bytes_per_block"].get<double>();
-  std::map<std::string, double> bytes;
-  for (const auto& link : s["link_bytes"])
-    bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  const std::map<std::string, double> bytes = link_bytes(s);
   EXPECT_NEAR(bytes.at("n0.nic_out") + bytes.at("n1.nic_out"), moved / 2, 1e-9 * moved);
   EXPECT_NEAR(bytes.at("n0.nic_in") + bytes.at("n1.nic_in"), moved / 2, 1e-9 * moved);
   EXPECT_EQ(s["requests_completed"], s["requests_issued"]);
@@ -239,22 +245,48 @@ TEST(ClusterPool, BetweenLeavesTheSpineCarriesWhatTheNicsDo) {
     return run(scenario(
         scenario_text("cluster: {instances: 16, pool: {kv: bf16, capacity: 200GiB}" + network + "}\n")));
   };
-  auto bytes = [](const nlohmann::json& s) {
-    std::map<std::string, double> out;
-    for (const auto& link : s["link_bytes"]) out[link["link"].get<std::string>()] = link["bytes"].get<double>();
-    return out;
-  };
   const nlohmann::json one_switch = run_with("");
   const std::string leaves = ", network: {topology: leaf_spine, nodes_per_leaf: 1, uplink_bandwidth: ";
   const nlohmann::json spine = run_with(leaves + "400GB/s}");
-  std::map<std::string, double> b = bytes(spine);
+  std::map<std::string, double> b = link_bytes(spine);
   ASSERT_GT(b.at("n0.nic_out"), 0);
   EXPECT_DOUBLE_EQ(b.at("leaf0.up") + b.at("leaf1.up"), b.at("n0.nic_out") + b.at("n1.nic_out"));
   EXPECT_DOUBLE_EQ(b.at("leaf0.down") + b.at("leaf1.down"), b.at("n0.nic_in") + b.at("n1.nic_in"));
   EXPECT_EQ(spine["ttft_s"], one_switch["ttft_s"]);
-  EXPECT_EQ(bytes(one_switch).at("n0.nic_out"), b.at("n0.nic_out"));
+  EXPECT_EQ(link_bytes(one_switch).at("n0.nic_out"), b.at("n0.nic_out"));
   const nlohmann::json slow = run_with(leaves + "5GB/s}");
   EXPECT_GT(slow["ttft_parts_s"]["load_pool"].get<double>(), 2 * spine["ttft_parts_s"]["load_pool"].get<double>());
+}
+
+// On pool nodes of its own every share of the pool crosses the network: the pool nodes' NICs carry every
+// block it stored in and every block it loaded out, and the serving nodes' NICs in carry the loads.
+TEST(ClusterPool, OnPoolNodesEveryShareCrossesTheNetwork) {
+  nlohmann::json s =
+      run(scenario(scenario_text("cluster: {instances: 16, pool: {kv: int4, capacity: 10GiB, nodes: 2}}\n")));
+  const nlohmann::json& pool = s["pool"];
+  ASSERT_GT(pool["hit_blocks"].get<int64_t>(), 0);
+  const double block = pool["bytes_per_block"].get<double>();
+  const double loaded = static_cast<double>(pool["hit_blocks"].get<int64_t>()) * block;
+  const double stored = static_cast<double>(pool["stored_blocks"].get<int64_t>()) * block;
+  const std::map<std::string, double> b = link_bytes(s);
+  EXPECT_NEAR(b.at("p0.nic_out") + b.at("p1.nic_out"), loaded, 1e-9 * loaded);
+  EXPECT_NEAR(b.at("p0.nic_in") + b.at("p1.nic_in"), stored, 1e-9 * stored);
+  EXPECT_NEAR(b.at("n0.nic_in") + b.at("n1.nic_in"), loaded, 1e-9 * loaded);
+  EXPECT_NEAR(b.at("p0.dram") + b.at("p1.dram"), loaded + stored, 1e-9 * (loaded + stored));
+  EXPECT_EQ(s["requests_completed"], s["requests_issued"]);
+}
+
+// On a pool node's NVMe, its drives read every block the pool loaded and write every block it stored.
+TEST(ClusterPool, OnNvmeThePoolNodesDrivesCarryItsBlocks) {
+  nlohmann::json s = run(scenario(scenario_text(
+      "cluster: {instances: 16, pool: {kv: bf16, capacity: 10GiB, nodes: 1, medium: nvme}}\n")));
+  const nlohmann::json& pool = s["pool"];
+  ASSERT_GT(pool["hit_blocks"].get<int64_t>(), 0);
+  const double block = pool["bytes_per_block"].get<double>();
+  const std::map<std::string, double> b = link_bytes(s);
+  EXPECT_DOUBLE_EQ(b.at("p0.nvme_read"), static_cast<double>(pool["hit_blocks"].get<int64_t>()) * block);
+  EXPECT_DOUBLE_EQ(b.at("p0.nvme_write"), static_cast<double>(pool["stored_blocks"].get<int64_t>()) * block);
+  EXPECT_EQ(b.at("n0.nvme_read"), 0);
 }
 
 // A cluster is charged for every replica's GPUs and tiers, and its pool as DRAM: four replicas and a 1 TiB
@@ -272,6 +304,13 @@ TEST(Cluster, CostsItsReplicasAndItsPool) {
               4 * lone["cost"]["usd_per_hour"].get<double>() + pool_usd_per_hour, 1e-9);
   const double busy = four["gpu_busy_s"].get<double>() / 4 / four["window_s"].get<double>();
   EXPECT_DOUBLE_EQ(four["cost"]["gpu_busy_share"].get<double>(), busy);
+  // On a pool node's NVMe, the pool is charged as NVMe.
+  nlohmann::json on_nvme = run(scenario(scenario_text(
+      cost + "cluster: {instances: 4, pool: {kv: bf16, capacity: 1TiB, nodes: 1, medium: nvme}}\n")));
+  EXPECT_NEAR(
+      on_nvme["cost"]["usd_per_hour"].get<double>(),
+      4 * lone["cost"]["usd_per_hour"].get<double>() + 1099.511627776 * prices.nvme_usd_per_gb_month / 730,
+      1e-9);
 }
 
 TEST(Cluster, BadClustersFailAtTheirKey) {
@@ -309,6 +348,15 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
                 .find("cluster.pool: the instance already has a remote tier ('remote'); a cluster's pool "
                       "takes its place"),
             std::string::npos);
+  // Two pool nodes of 1.8 TiB of DRAM hold 3 TiB; one does not.
+  EXPECT_EQ(error("cluster: {instances: 8, pool: {kv: bf16, capacity: 3TiB, nodes: 2}}\n"), "(no error)");
+  EXPECT_NE(error("cluster: {instances: 8, pool: {kv: bf16, capacity: 3TiB, nodes: 1}}\n")
+                .find("cluster.pool.capacity: the pool's share of each node (3.0 TiB) needs 3.0 TiB of DRAM, "
+                      "more than the 1.8 TiB of 8x H100 SXM (DGX H100 class)"),
+            std::string::npos);
+  EXPECT_NE(error("cluster: {instances: 8, pool: {kv: bf16, capacity: 1TiB, nodes: -1}}\n")
+                .find("cluster.pool.nodes: expected 0 (the serving nodes) to 4096 pool nodes"),
+            std::string::npos);
   EXPECT_EQ(error("cluster: {instances: 4, disaggregation: {prefill_instances: 4}}\n"),
             "test.yaml:11:61: cluster.disaggregation.prefill_instances: expected 1 to 3 of the cluster's 4 "
             "instances (the others decode)");
@@ -319,13 +367,6 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
 
 // Llama-3.1-8B's KV in bf16: 32 layers x 8 KV heads x 128 dimensions x K and V x 2 bytes a token.
 constexpr double kLlama8bKvBytesPerToken = 32.0 * 8 * 128 * 2 * 2;
-
-std::map<std::string, double> link_bytes(const nlohmann::json& summary) {
-  std::map<std::string, double> out;
-  for (const auto& link : summary["link_bytes"])
-    out[link["link"].get<std::string>()] = link["bytes"].get<double>();
-  return out;
-}
 
 // One request of 8,192 tokens (16 blocks) prefilled on instance 0 of node 0 and handed to the first
 // decode instance, alone on the links: its KV, 8,192 x 131,072 bytes, crosses in latency + bytes over the

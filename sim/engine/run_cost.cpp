@@ -7,7 +7,8 @@ namespace {
 
 constexpr double kHoursPerMonth = 730;  // 365 × 24 / 12
 
-// A cluster's replicas each bring the instance's GPUs and tiers; its pool lives in the nodes' DRAM.
+// A cluster's replicas each bring the instance's GPUs and tiers; its pool lives in DRAM or NVMe, on the
+// serving nodes or on pool nodes of its own.
 double replicas(const Scenario& s) {
   return s.cluster ? s.cluster->instances : 1;
 }
@@ -18,13 +19,28 @@ double tier_bytes(const Scenario& s, Medium medium) {
     if (tier.medium == medium) bytes += static_cast<double>(tier.capacity_bytes);
   }
   bytes *= replicas(s);
-  if (medium == Medium::kDram && s.cluster && s.cluster->pool)
+  if (s.cluster && s.cluster->pool && medium == s.cluster->pool_medium)
     bytes += static_cast<double>(s.cluster->pool->capacity_bytes);
   return bytes;
 }
 
 bool has_tier(const Scenario& s, Medium medium) {
   return std::any_of(s.tiers.begin(), s.tiers.end(), [&](const TierSpec& t) { return t.medium == medium; });
+}
+
+// The nodes whose drives are in use: the serving nodes when the replicas have an NVMe tier or the pool is
+// on their NVMe, and the pool nodes when it is on theirs.
+double nvme_nodes(const Scenario& s) {
+  const bool pool_on_nvme = s.cluster && s.cluster->pool && s.cluster->pool_medium == Medium::kNvme;
+  double nodes = 0;
+  if (has_tier(s, Medium::kNvme) || (pool_on_nvme && s.cluster->pool_nodes == 0))
+    nodes += s.cluster ? s.cluster->nodes() : 1;
+  if (pool_on_nvme) nodes += s.cluster->pool_nodes;
+  return nodes;
+}
+
+double pool_nodes(const Scenario& s) {
+  return s.cluster && s.cluster->pool ? s.cluster->pool_nodes : 0;
 }
 
 struct HourlyPrice {
@@ -53,11 +69,10 @@ Energy energy(const Scenario& s, const CostFile& c, const RunUsage& u) {
   Energy e;
   e.gpu =
       gpus * (c.gpu_idle_w + (c.gpu_busy_w - c.gpu_idle_w) * busy_share(u.gpu_busy_s / replicas(s), w)) * w;
-  e.host = c.host_w * gpus / s.hardware.gpu.count * w;
+  e.host = c.host_w * gpus / s.hardware.gpu.count * w + c.host_w * pool_nodes(s) * w;
   e.dram = c.dram_w_per_tb * tier_bytes(s, Medium::kDram) / 1e12 * w;
-  if (has_tier(s, Medium::kNvme)) {
+  if (const double nodes = nvme_nodes(s); nodes > 0) {
     const NvmeSpec& nvme = s.hardware.nvme;
-    const double nodes = s.cluster ? s.cluster->nodes() : 1;
     const double busy_s =
         (u.nvme_read_bytes / nvme.node_read_bandwidth() + u.nvme_write_bytes / nvme.node_write_bandwidth()) /
         nodes;

@@ -227,19 +227,51 @@ void check_tiers_fit_the_node(const std::vector<ConfigNode>& nodes, bool allow_o
 
 // The pool's share of each node's DRAM, beside the DRAM tiers of the node's replicas, must fit in it.
 void check_pool_fits(const ConfigNode& pool, const ClusterSpec& c, bool allow_oversubscribe, Scenario& s) {
-  const double share = static_cast<double>(c.pool->capacity_bytes) / c.nodes();
+  const double share = static_cast<double>(c.pool->capacity_bytes) / c.pool_holders();
+  const bool on_dram = c.pool_medium == Medium::kDram;
+  const std::string medium = on_dram ? "DRAM" : "NVMe";
   double used = share;
-  for (const TierSpec& tier : s.tiers) {
-    if (tier.medium == Medium::kDram)
-      used += static_cast<double>(tier.capacity_bytes) * c.instances_on_a_node();
+  if (c.pool_nodes == 0) {  // beside the serving nodes' replicas' own tiers
+    for (const TierSpec& tier : s.tiers) {
+      if (tier.medium == c.pool_medium)
+        used += static_cast<double>(tier.capacity_bytes) * c.instances_on_a_node();
+    }
   }
-  if (used <= s.hardware.dram_capacity) return;
+  const HardwareConfig& hw = s.hardware;
+  const double room = on_dram ? hw.dram_capacity : hw.nvme.drives * hw.nvme.capacity;
+  if (used <= room) return;
   oversubscribed(pool.has("capacity") ? pool.child("capacity") : pool,
-                 "the pool's share of each node (" + format_bytes(share) +
-                     "), with the node's replicas' DRAM tiers, needs " + format_bytes(used) +
-                     " of DRAM, more than the " + format_bytes(s.hardware.dram_capacity) + " of " +
-                     s.hardware.name,
+                 "the pool's share of each node (" + format_bytes(share) + ")" +
+                     (c.pool_nodes == 0 ? ", with the node's replicas' " + medium + " tiers," : "") +
+                     " needs " + format_bytes(used) + " of " + medium + ", more than the " +
+                     format_bytes(room) + " of " + hw.name,
                  allow_oversubscribe, s);
+}
+
+// `cluster.pool.nodes` and `.medium`: which nodes hold the pool, and in what.
+void parse_pool_placement(const ConfigNode& pool, ClusterSpec& c, const HardwareConfig& hw) {
+  const int64_t nodes = pool.integer("nodes", 0);
+  if (nodes < 0 || nodes > kMaxClusterInstances)
+    pool.child("nodes").fail("expected 0 (the serving nodes) to " + std::to_string(kMaxClusterInstances) +
+                             " pool nodes");
+  c.pool_nodes = static_cast<int>(nodes);
+  if (pool.choice("medium", {"dram", "nvme"}, "dram") == "dram") return;
+  if (hw.nvme.drives == 0)
+    pool.child("medium").fail("the hardware file '" + hw.name + "' has no NVMe drives");
+  c.pool_medium = Medium::kNvme;
+}
+
+// A hit comes from every node holding the pool at once, over the replica's NIC and its GPUs' PCIe (and
+// from NVMe, over the holders' drives).
+LoadPath pool_load_path(const ClusterSpec& c, const HardwareConfig& hw, int gpus) {
+  LoadPath path{Medium::kRemote, "the pool over the network",
+                std::min(hw.network.bandwidth, hw.pcie_h2d.bandwidth * gpus),
+                hw.network.latency + hw.pcie_h2d.latency};
+  if (c.pool_medium == Medium::kNvme) {
+    path.bandwidth = std::min(path.bandwidth, hw.nvme.node_read_bandwidth() * c.pool_holders());
+    path.latency += hw.nvme.latency;
+  }
+  return path;
 }
 
 // `cluster.network`: `topology: switch` (default) or `leaf_spine` with `nodes_per_leaf`, `uplink_bandwidth`
@@ -314,14 +346,11 @@ void parse_cluster(const ConfigNode& root, Scenario& s) {
     }
     c.pool = parse_pool_tier(*pool, s.model, s.block_tokens);
     if (c.pool->capacity_blocks() < 1) pool->fail("expected a pool of at least one block");
+    parse_pool_placement(*pool, c, s.hardware);
     check_pool_fits(*pool, c, root.boolean("allow_oversubscribe", false), s);
-    // A hit comes from every node at once, over the replica's NIC and its GPUs' PCIe.
-    const HardwareConfig& hw = s.hardware;
-    if (hw.network.bandwidth <= 0)
-      pool->fail("the hardware file '" + hw.name + "' has no network to reach a pool over");
-    c.pool_load_path = {Medium::kRemote, "the pool over the network",
-                        std::min(hw.network.bandwidth, hw.pcie_h2d.bandwidth * s.gpus),
-                        hw.network.latency + hw.pcie_h2d.latency};
+    if (s.hardware.network.bandwidth <= 0)
+      pool->fail("the hardware file '" + s.hardware.name + "' has no network to reach a pool over");
+    c.pool_load_path = pool_load_path(c, s.hardware, s.gpus);
   }
   s.cluster = c;
 }

@@ -60,12 +60,17 @@ struct ClusterSpec {
   // and reached over the network; with it, the path of its hits to a replica's HBM and the GPUs' rate
   // converting its layout.
   std::optional<TierSpec> pool;
+  // Where its bytes live: `pool.nodes` dedicated pool nodes (hosts of the hardware file without GPUs,
+  // after the serving nodes), or with 0 the serving nodes; `pool.medium`, their DRAM or their NVMe.
+  int pool_nodes = 0;
+  Medium pool_medium = Medium::kDram;
   LoadPath pool_load_path;
   ConversionRates pool_conversion;
   ClusterNetwork network;
   std::optional<Disaggregation> disaggregation;
 
-  int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }
+  int nodes() const { return (instances + instances_per_node - 1) / instances_per_node; }  // serving nodes
+  int pool_holders() const { return pool_nodes > 0 ? pool_nodes : nodes(); }  // the nodes the pool spans
   int instances_on_a_node() const { return std::min(instances, instances_per_node); }  // the most on one
 };
 

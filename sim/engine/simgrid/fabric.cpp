@@ -13,28 +13,33 @@ int leaves(size_t nodes, int nodes_per_leaf) {
 }  // namespace
 
 Fabric::Fabric(sg4::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> nodes,
-               const HardwareConfig& hw, int nodes_per_leaf, const LinkSpec& uplink, bool handoffs)
+               const HardwareConfig& hw, const FabricLayout& layout)
     : nodes_(std::move(nodes)),
-      links_per_node_(nodes_.front()->link_names().size()),
-      nodes_per_leaf_(nodes_per_leaf),
-      meter_(nodes_.size() * (links_per_node_ + 2) + 2 * leaves(nodes_.size(), nodes_per_leaf) +
-             (handoffs && hw.gpu.peer_bandwidth > 0 ? 2 * nodes_.size() * nodes_.front()->gpus() : 0)) {
+      nodes_per_leaf_(layout.nodes_per_leaf),
+      pool_medium_(layout.pool_medium),
+      meter_(0) {
+  const int count = static_cast<int>(nodes_.size());
+  for (int n = layout.pool_nodes > 0 ? count - layout.pool_nodes : 0; n < count; ++n)
+    pool_holders_.push_back(n);
   for (const auto& node : nodes_) {
-    for (size_t l = 0; l < links_per_node_; ++l) {
+    node_offsets_.push_back(link_names_.size());
+    for (size_t l = 0; l < node->link_names().size(); ++l) {
       link_names_.push_back(node->link_names()[l]);
       links_.push_back(sg4::Link::by_name(link_names_.back()));
       bandwidths_.push_back(node->links().links()[l].bandwidth);
     }
   }
+  nics_ = link_names_.size();
   for (const auto& node : nodes_) {
     for (const std::string direction : {"nic_in", "nic_out"})
       add_link(zone, node->prefix() + direction, hw.network);
   }
+  uplinks_ = link_names_.size();
   for (int leaf = 0; leaf < leaves(nodes_.size(), nodes_per_leaf_); ++leaf) {
     for (const std::string direction : {".up", ".down"})
-      add_link(zone, "leaf" + std::to_string(leaf) + direction, uplink);
+      add_link(zone, "leaf" + std::to_string(leaf) + direction, layout.uplink);
   }
-  if (handoffs && hw.gpu.peer_bandwidth > 0) {
+  if (layout.handoffs && hw.gpu.peer_bandwidth > 0) {
     peer_links_ = link_names_.size();
     for (const auto& node : nodes_) {
       for (int g = 0; g < node->gpus(); ++g) {
@@ -48,20 +53,20 @@ Fabric::Fabric(sg4::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> 
     for (int l : route) out.emplace_back(links_[l]);
     return out;
   };
-  // Between one node's DRAM and another's GPUs, both ways (a node's own routes are its zone's).
-  const int count = static_cast<int>(nodes_.size());
-  for (int pool_node = 0; pool_node < count; ++pool_node) {
+  meter_ = FlowMeter(link_names_.size());
+  // Between a node holding the pool and another's GPUs, both ways (a node's own routes are its zone's).
+  for (int pool_node : pool_holders_) {
     for (int node = 0; node < count; ++node) {
       if (pool_node == node) continue;
       for (int g = 0; g < nodes_[node]->gpus(); ++g) {
-        auto* dram = nodes_[pool_node]->dram()->get_netpoint();
+        auto* held = nodes_[pool_node]->host(pool_medium_, 0)->get_netpoint();
         auto* gpu = nodes_[node]->host(Medium::kHbm, g)->get_netpoint();
-        zone->add_route(dram, gpu, nullptr, nullptr, in_route(route(pool_node, node, g, true)), false);
-        zone->add_route(gpu, dram, nullptr, nullptr, in_route(route(pool_node, node, g, false)), false);
+        zone->add_route(held, gpu, nullptr, nullptr, in_route(route(pool_node, node, g, true)), false);
+        zone->add_route(gpu, held, nullptr, nullptr, in_route(route(pool_node, node, g, false)), false);
       }
     }
   }
-  if (!handoffs) return;
+  if (!layout.handoffs) return;
   // From every GPU to every other.
   for (int from = 0; from < count; ++from) {
     for (int to = 0; to < count; ++to) {
@@ -84,36 +89,54 @@ void Fabric::add_link(sg4::NetZone* zone, const std::string& name, const LinkSpe
 }
 
 int Fabric::nic(int node, bool in) const {
-  return static_cast<int>(nodes_.size() * links_per_node_) + 2 * node + (in ? 0 : 1);
+  return static_cast<int>(nics_) + 2 * node + (in ? 0 : 1);
 }
 
 int Fabric::uplink(int leaf, bool up) const {
-  return static_cast<int>(nodes_.size() * (links_per_node_ + 2)) + 2 * leaf + (up ? 0 : 1);
+  return static_cast<int>(uplinks_) + 2 * leaf + (up ? 0 : 1);
 }
 
-// A share between pool node `pool_node` and GPU `gpu` of `node`. On the node, a load crosses DRAM then the
-// GPU's PCIe and a store the reverse; another node's share crosses that node's DRAM instead of this one's,
-// both nodes' NICs, and between leaves the sender's uplink up and the receiver's down.
+// A share between the pool's part on node `pool_node` and GPU `gpu` of `node`. On the node, a load crosses
+// the node's route from the pool's medium to the GPU (DRAM, or NVMe and DRAM, then the GPU's PCIe) and a
+// store the reverse; another node's share crosses that node's DRAM (or NVMe and DRAM) instead, both nodes'
+// NICs, between leaves the sender's uplink up and the receiver's down, and the GPU's PCIe.
 const std::vector<int>& Fabric::route(int pool_node, int node, int gpu, bool load) {
   auto [it, added] = routes_.try_emplace({pool_node, node, gpu, load});
   std::vector<int>& links = it->second;
   if (!added) return links;
-  const NodeLinks& local = nodes_[node]->links();
-  const std::vector<int>& on_node =
-      load ? local.route(Medium::kDram, Medium::kHbm, gpu) : local.route(Medium::kHbm, Medium::kDram, gpu);
-  const int dram = load ? on_node.front() : on_node.back();
   auto at = [&](int n, int l) { return static_cast<int>(node_offset(n)) + l; };
-  if (pool_node != node && load) {
-    links.push_back(at(pool_node, dram));
+  const NodeLinks& local = nodes_[node]->links();
+  if (pool_node == node) {
+    for (int l :
+         load ? local.route(pool_medium_, Medium::kHbm, gpu) : local.route(Medium::kHbm, pool_medium_, gpu))
+      links.push_back(at(node, l));
+    return links;
+  }
+  if (load) {
+    links = pool_side(pool_node, true);
     for (int hop : across(pool_node, node)) links.push_back(hop);
-  }
-  for (int l : on_node) {
-    if (pool_node == node || l != dram) links.push_back(at(node, l));
-  }
-  if (pool_node != node && !load) {
+    links.push_back(at(node, local.route(Medium::kDram, Medium::kHbm, gpu).back()));
+  } else {
+    links.push_back(at(node, local.route(Medium::kHbm, Medium::kDram, gpu).front()));
     for (int hop : across(node, pool_node)) links.push_back(hop);
-    links.push_back(at(pool_node, dram));
+    for (int l : pool_side(pool_node, false)) links.push_back(l);
   }
+  return links;
+}
+
+// The links a share crosses on the node holding it, as indices into link_names_: its DRAM, or from its
+// NVMe through DRAM (to it, with `load` false).
+std::vector<int> Fabric::pool_side(int pool_node, bool load) const {
+  const NodeLinks& held = nodes_[pool_node]->links();
+  std::vector<int> links;
+  if (pool_medium_ == Medium::kDram) {
+    for (size_t l = 0; l < held.links().size(); ++l) {
+      if (held.links()[l].name == "dram") links.push_back(static_cast<int>(node_offset(pool_node) + l));
+    }
+    return links;
+  }
+  for (int l : load ? held.route(pool_medium_, Medium::kDram) : held.route(Medium::kDram, pool_medium_))
+    links.push_back(static_cast<int>(node_offset(pool_node)) + l);
   return links;
 }
 
@@ -169,14 +192,14 @@ std::vector<sg4::CommPtr> Fabric::handoff(int from_node, int from_gpu, int to_no
 
 std::vector<sg4::CommPtr> Fabric::transfer(int node, int first_gpu, int gpus, bool load, double bytes) {
   std::vector<sg4::CommPtr> comms;
-  const double share = bytes / (static_cast<double>(nodes_.size()) * gpus);
+  const double share = bytes / (static_cast<double>(pool_holders_.size()) * gpus);
   auto size = static_cast<uint64_t>(share);
-  for (int pool_node = 0; pool_node < static_cast<int>(nodes_.size()); ++pool_node) {
+  for (int pool_node : pool_holders_) {
     for (int g = first_gpu; g < first_gpu + gpus; ++g) {
-      sg4::Host* dram = nodes_[pool_node]->dram();
+      sg4::Host* held = nodes_[pool_node]->host(pool_medium_, 0);
       sg4::Host* gpu = nodes_[node]->host(Medium::kHbm, g);
-      comms.push_back(load ? sg4::Comm::sendto_async(dram, gpu, size)
-                           : sg4::Comm::sendto_async(gpu, dram, size));
+      comms.push_back(load ? sg4::Comm::sendto_async(held, gpu, size)
+                           : sg4::Comm::sendto_async(gpu, held, size));
       meter_.start(comms.back(), route(pool_node, node, g, load), share, static_cast<double>(size));
     }
   }

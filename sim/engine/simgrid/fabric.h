@@ -1,13 +1,15 @@
 // The network between a cluster's nodes and between its GPUs: what its shared KV pool
 // (sim/cluster/shared_pool.h) and a disaggregated cluster's KV handoffs cross.
 //
-// The pool is striped over every node's DRAM, as Mooncake Store and HiCache's L3 spread KV over the
-// cluster's hosts: a copy to or from the pool moves an equal share to or from each node. A share on the
-// replica's own node crosses only that node's links (DRAM and the GPU's PCIe); a share on another node
-// crosses that node's DRAM, its NIC out, this node's NIC in and the GPU's PCIe (and the reverse for a
-// store), the NICs being each node's `network` of the hardware file, one link each way. Between NICs,
-// either one switch of full bisection, which adds no link of its own, or leaves of `nodes_per_leaf` nodes
-// under a spine: a share between leaves also crosses its leaf's uplink up and the other leaf's down.
+// The pool is striped over the nodes that hold it, in their DRAM or their NVMe: the serving nodes, as
+// Mooncake Store and HiCache's L3 spread KV over the cluster's hosts, or pool nodes of their own (hosts
+// without GPUs, after the serving nodes); a copy to or from the pool moves an equal share to or from each. A
+// share on the replica's own node crosses only that node's links (DRAM, or NVMe and DRAM, and the GPU's
+// PCIe); a share on another node crosses that node's DRAM (or NVMe and DRAM), its NIC out, this node's NIC in
+// and the GPU's PCIe (and the reverse for a store), the NICs being each node's `network` of the hardware
+// file, one link each way. Between NICs, either one switch of full bisection, which adds no link of its own,
+// or leaves of `nodes_per_leaf` nodes under a spine: a share between leaves also crosses its leaf's uplink up
+// and the other leaf's down.
 //
 // A handoff moves a request's KV from the GPUs of one instance to those of another, each GPU its shard to
 // its counterpart: within a node over the GPUs' peer links (NVLink, Infinity Fabric: `gpu.peer_bandwidth`,
@@ -32,16 +34,21 @@
 
 namespace kvtier {
 
+// How a cluster's nodes are connected, and where its pool lives.
+struct FabricLayout {
+  int nodes_per_leaf = 0;  // 0: one switch; otherwise leaves of that many nodes, each with `uplink` each way
+  LinkSpec uplink;
+  bool handoffs = false;  // routes from every GPU to every other, over peer links where the hardware has them
+  int pool_nodes = 0;     // the last nodes, without GPUs, hold the pool; 0: every node holds a share
+  Medium pool_medium = Medium::kDram;
+};
+
 class Fabric {
  public:
   // Adds the NICs and the routes between nodes to `zone`, which the caller seals. REQUIRES: every node
-  // built from `hardware`, with its prefix "n<index>.".
-  // With nodes_per_leaf 0, one switch; otherwise leaves of that many nodes, each with `uplink` each way.
-  // With `handoffs`, routes from every GPU to every other, and the GPUs' peer links where the hardware
-  // has them.
+  // built from `hardware`, with its prefix ("n<index>." for serving nodes).
   Fabric(simgrid::s4u::NetZone* zone, std::vector<std::shared_ptr<const NodeZone>> nodes,
-         const HardwareConfig& hardware, int nodes_per_leaf = 0, const LinkSpec& uplink = {},
-         bool handoffs = false);
+         const HardwareConfig& hardware, const FabricLayout& layout = {});
 
   // Starts moving `bytes` between the pool and GPUs first_gpu .. first_gpu + gpus - 1 of node `node`: into
   // them with `load`, out of them otherwise. Returns one Comm per node and GPU.
@@ -60,8 +67,9 @@ class Fabric {
 
  private:
   // Where node n's links start in link_names().
-  size_t node_offset(int node) const { return static_cast<size_t>(node) * links_per_node_; }
+  size_t node_offset(int node) const { return node_offsets_[node]; }
   const std::vector<int>& route(int pool_node, int node, int gpu, bool load);
+  std::vector<int> pool_side(int pool_node, bool load) const;  // a share's links on the node holding it
   int nic(int node, bool in) const;  // the index of a node's NIC in link_names_
   int leaf_of(int node) const { return nodes_per_leaf_ > 0 ? node / nodes_per_leaf_ : 0; }
   int uplink(int leaf, bool up) const;  // the index of a leaf's uplink in link_names_
@@ -70,8 +78,11 @@ class Fabric {
   void add_link(simgrid::s4u::NetZone* zone, const std::string& name, const LinkSpec& spec);
 
   std::vector<std::shared_ptr<const NodeZone>> nodes_;
-  size_t links_per_node_;
+  std::vector<size_t> node_offsets_;  // where each node's links start in link_names_
+  size_t nics_ = 0, uplinks_ = 0;     // where the NICs and the uplinks start
   int nodes_per_leaf_;
+  std::vector<int> pool_holders_;  // the nodes holding a share of the pool
+  Medium pool_medium_;
   std::vector<std::string> link_names_;
   std::vector<double> bandwidths_;
   std::vector<simgrid::s4u::Link*> links_;  // as link_names_
