@@ -3,14 +3,9 @@
 #include <memory>
 #include <simgrid/s4u.hpp>
 
-#include "sim/cluster/handoff_ledger.h"
-#include "sim/cluster/routed_driver.h"
-#include "sim/cluster/router.h"
-#include "sim/cluster/shared_pool.h"
 #include "sim/core/checked_file.h"
 #include "sim/engine/run_cost.h"
-#include "sim/engine/simgrid/fabric.h"
-#include "sim/engine/simgrid/kv_handoffs.h"
+#include "sim/engine/simgrid/deployment.h"
 #include "sim/engine/simgrid/run_parts.h"
 #include "sim/engine/workload.h"
 
@@ -18,89 +13,6 @@ namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 namespace {
-
-// A request or a completion reaches the router, or a replica, at once: no bytes, no latency. (The
-// payload means nothing, but SimGrid takes a comm without one for a receive.)
-void ring(sg4::Mailbox* bell) {
-  static int rung = 0;
-  bell->put_init(&rung, 0)->detach();
-}
-
-// Hands one replica's cache events to the router, stamped with the time they happened.
-class RouterFeed : public CacheEventSink {
- public:
-  RouterFeed(Router& router, int instance) : router_(router), instance_(instance) {}
-  void on_event(const CacheEvent& event) override {
-    router_.on_cache_event(instance_, sg4::Engine::get_clock(), event);
-  }
-
- private:
-  Router& router_;
-  int instance_;
-};
-
-// Per tier, whether a promotion moves the block out of it (the router cannot tell from the event).
-std::vector<bool> exclusive_tiers(const Scenario& s) {
-  std::vector<bool> exclusive;
-  for (const TierSpec& t : s.tiers) exclusive.push_back(t.placement == Placement::kExclusive);
-  return exclusive;
-}
-
-// How a replica is wired into the cluster: the router its cache events feed (as which of its instances),
-// who is told when a request leaves it and of each record once final, the pool, and with
-// disaggregation where received KV comes from and who watches its steps.
-struct ReplicaWiring {
-  Router* router = nullptr;
-  int router_index = 0;
-  RoutedDriver::CompletionHandler on_leave;
-  std::function<void(const RequestRecord&)> on_record;
-  SharedPool* pool = nullptr;
-  std::function<std::vector<sg4::CommPtr>(uint64_t)> prefilled_kv;
-  std::function<void(const StepPlan&, bool)> on_step;
-};
-
-// One replica: its cache, the driver the router feeds, its records and summary, its engine.
-struct Replica {
-  Replica(const Scenario& s, const CostModel& cost, int index, std::shared_ptr<const NodeZone> node,
-          int first_gpu, const std::vector<std::string>& tiers, double window_s, ReplicaWiring wiring)
-      : index(index),
-        cache(s.tiers),
-        platform(std::move(node), first_gpu, s.gpus),
-        driver(std::move(wiring.on_leave)),
-        summary(tiers, s.slo, window_s),
-        records([this, on_record = std::move(wiring.on_record)](const RequestRecord& r) {
-          summary.add(r);
-          on_record(r);
-        }),
-        feed(*wiring.router, wiring.router_index),
-        doorbell(sg4::Mailbox::by_name("instance" + std::to_string(index))) {
-    InstanceConfig config = instance_config(s);
-    if (wiring.router->follows_caches()) config.cache_observer = &feed;
-    if (wiring.pool != nullptr) {  // the tier after the instance's own, on the remote medium
-      config.shared_tier = wiring.pool;
-      config.tier_media.push_back(Medium::kRemote);
-      config.tier_names.push_back(wiring.pool->spec().name);
-    }
-    config.prefilled_kv = std::move(wiring.prefilled_kv);
-    config.on_step = std::move(wiring.on_step);
-    engine =
-        std::make_unique<ServingInstance>(std::move(config), cost, platform, cache, driver, records, nullptr);
-    engine->listen(doorbell);
-  }
-
-  int index;
-  TieredCache cache;
-  Platform platform;
-  RoutedDriver driver;
-  RequestSummary summary;
-  RequestLog records;
-  RouterFeed feed;
-  sg4::Mailbox* doorbell;
-  std::unique_ptr<ServingInstance> engine;
-};
-
-using Replicas = std::vector<std::unique_ptr<Replica>>;
-
 // The router's actor: routes each request of the workload when it is ready (`dispatch` delivers it and
 // returns the replica to wake), waking for the next arrival or for a completion (which may ready a closed
 // loop's next turn). Every request ready at one time is delivered before a replica is rung (ringing
@@ -129,137 +41,6 @@ void route_requests(ReplayDriver& workload, const std::function<int(Request, dou
     ring(replica->doorbell);
   }
 }
-
-// The replicas and how requests reach them: one router over all of them or, with disaggregation, one over
-// the prefill replicas (the first ones) and one over the decode replicas, and the KV handed off between
-// them. Every request's final record goes to `final` with the instance that served it (its decode
-// instance) and the one that prefilled it (-1 without disaggregation).
-class Deployment {
- public:
-  using FinalRecord = std::function<void(const RequestRecord&, int instance, int prefill_instance)>;
-  Deployment(const Scenario& s, const CostModel& cost,
-             const std::vector<std::shared_ptr<const NodeZone>>& nodes, const std::vector<std::string>& tiers,
-             double window_s, SharedPool* pool, Fabric* fabric, ReplayDriver& workload,
-             sg4::Mailbox* router_bell, FinalRecord final);
-
-  // Routes a request ready at `now` and delivers it; returns the replica to wake.
-  int dispatch(Request request, double now);
-
-  Replicas replicas;
-  std::unique_ptr<KvHandoffs> handoffs;
-  std::unique_ptr<HandoffLedger> ledger;
-
- private:
-  // What a replica does when a request leaves it: the workload learns of it (and the router wakes), or
-  // with disaggregation a prefilled request goes on to its decode replica.
-  RoutedDriver::CompletionHandler leave_handler(int index);
-  void hand_off(uint64_t id, double now, bool rejected);
-
-  ReplayDriver& workload_;
-  sg4::Mailbox* router_bell_;
-  int prefill_instances_ = 0;  // 0 without disaggregation
-  std::vector<std::unique_ptr<Router>> routers_;
-  std::vector<InstanceLoad> loads_;
-  struct Held {
-    Request request;  // whole, with its output tokens
-    int decode = 0;
-  };
-  std::unordered_map<uint64_t, Held> held_;  // requests being prefilled, for their decode replica
-};
-
-Deployment::Deployment(const Scenario& s, const CostModel& cost,
-                       const std::vector<std::shared_ptr<const NodeZone>>& nodes,
-                       const std::vector<std::string>& tiers, double window_s, SharedPool* pool,
-                       Fabric* fabric, ReplayDriver& workload, sg4::Mailbox* router_bell, FinalRecord final)
-    : workload_(workload), router_bell_(router_bell) {
-  const ClusterSpec& cluster = *s.cluster;
-  if (cluster.disaggregation) prefill_instances_ = cluster.disaggregation->prefill_instances;
-  const int first_group = prefill_instances_ > 0 ? prefill_instances_ : cluster.instances;
-  routers_.push_back(std::make_unique<Router>(cluster.router, first_group, exclusive_tiers(s)));
-  if (prefill_instances_ > 0) {
-    routers_.push_back(
-        std::make_unique<Router>(cluster.router, cluster.instances - prefill_instances_, exclusive_tiers(s)));
-    std::vector<KvHandoffs::Place> places;
-    for (int i = 0; i < cluster.instances; ++i)
-      places.push_back({i / cluster.instances_per_node, (i % cluster.instances_per_node) * s.gpus});
-    handoffs = std::make_unique<KvHandoffs>(*fabric, std::move(places), s.gpus, cost.kv_bytes_per_token(),
-                                            s.model.layers, cluster.disaggregation->layerwise);
-    ledger = std::make_unique<HandoffLedger>(final);
-  }
-  for (int i = 0; i < cluster.instances; ++i) {
-    const bool prefills = i < prefill_instances_;
-    const bool decodes = prefill_instances_ > 0 && !prefills;
-    ReplicaWiring w;
-    w.router = routers_[decodes ? 1 : 0].get();
-    w.router_index = decodes ? i - prefill_instances_ : i;
-    w.on_leave = leave_handler(i);
-    w.pool = pool;
-    if (prefills) {
-      w.on_record = [this](const RequestRecord& r) { ledger->prefill_settled(r); };
-      if (handoffs->layerwise())
-        w.on_step = [this](const StepPlan& step, bool ran) { handoffs->on_prefill_step(step, ran); };
-    } else if (decodes) {
-      w.on_record = [this](const RequestRecord& r) { ledger->decode_settled(r); };
-      w.prefilled_kv = [this](uint64_t id) { return handoffs->received(id); };
-    } else {
-      w.on_record = [final, i](const RequestRecord& r) { final(r, i, -1); };
-    }
-    const int node = i / cluster.instances_per_node;
-    replicas.push_back(std::make_unique<Replica>(
-        s, cost, i, nodes[node], (i % cluster.instances_per_node) * s.gpus, tiers, window_s, std::move(w)));
-  }
-}
-
-RoutedDriver::CompletionHandler Deployment::leave_handler(int index) {
-  if (index < prefill_instances_)
-    return [this](uint64_t id, double now, bool rejected) { hand_off(id, now, rejected); };
-  return [this](uint64_t id, double now, bool) {
-    workload_.on_complete(id, now);
-    ring(router_bell_);
-  };
-}
-
-int Deployment::dispatch(Request request, double now) {
-  loads_.clear();
-  for (const auto& replica : replicas) loads_.push_back(replica->driver.load());
-  if (prefill_instances_ == 0) {
-    const int chosen = routers_[0]->route(request, now, loads_);
-    replicas[chosen]->driver.deliver(std::move(request), now);
-    return chosen;
-  }
-  const std::span<const InstanceLoad> loads(loads_);
-  const int prefill = routers_[0]->route(request, now, loads.first(prefill_instances_));
-  const int decode = prefill_instances_ + routers_[1]->route(request, now, loads.subspan(prefill_instances_));
-  handoffs->expect(request.id, prefill, decode);
-  ledger->route(request.id, prefill, decode);
-  replicas[decode]->driver.expect(request);
-  Request first_token = request;  // the prefill replica serves the prompt and its first token
-  first_token.output_tokens = 1;
-  held_.emplace(request.id, Held{std::move(request), decode});
-  replicas[prefill]->driver.deliver(std::move(first_token), now);
-  return prefill;
-}
-
-// A request leaves its prefill replica: its KV goes to its decode replica, and the request with it, or,
-// rejected, it leaves the cluster.
-void Deployment::hand_off(uint64_t id, double now, bool rejected) {
-  auto it = held_.find(id);
-  Held held = std::move(it->second);
-  held_.erase(it);
-  Replica& decode = *replicas[held.decode];
-  if (rejected) {
-    decode.driver.withdraw(id);
-    handoffs->forget(id);
-    workload_.on_complete(id, now);
-    ring(router_bell_);
-    return;
-  }
-  handoffs->prefilled(id, held.request.input_tokens);
-  held.request.prefilled_elsewhere = true;
-  decode.driver.deliver(std::move(held.request), now);
-  ring(decode.doorbell);
-}
-
 // Every link of the cluster: each node's (`n0.dram`, ...), each carrying what its replicas moved, then
 // with a pool its NICs (fabric.h), and everything the pool moved on any of them.
 class ClusterLinks {
@@ -365,6 +146,40 @@ nlohmann::json router_json(const RouterConfig& r) {
           {"staleness_s", r.staleness_s}};
 }
 
+// A replica's own summary, with where it runs and what its engine did.
+nlohmann::json replica_json(Replica& r, const ClusterSpec& cluster) {
+  const InstanceState& st = r.engine->state();
+  nlohmann::json one = r.summary.to_json(r.platform.link_names(), r.platform.link_bytes());
+  one["instance"] = r.index;
+  one["node"] = r.index / cluster.instances_per_node;
+  if (cluster.disaggregation)
+    one["role"] = r.index < cluster.disaggregation->prefill_instances ? "prefill" : "decode";
+  one["engine_steps"] = st.steps;
+  one["gpu_busy_s"] = st.busy_s;
+  one["cache_traffic"] = cache_traffic_json(r.cache);
+  return one;
+}
+
+// summary.json's `deployment` and, with disaggregation, `handoff`.
+void add_deployment(nlohmann::json& summary, const Scenario& s, Deployment& deployment) {
+  const ClusterSpec& cluster = *s.cluster;
+  summary["deployment"] = {{"instances", cluster.instances},
+                           {"nodes", cluster.nodes()},
+                           {"instances_per_node", cluster.instances_per_node},
+                           {"gpus_per_instance", s.gpus},
+                           {"router", router_json(cluster.router)}};
+  if (!cluster.disaggregation) return;
+  const int prefill = cluster.disaggregation->prefill_instances;
+  summary["deployment"]["disaggregation"] = {
+      {"prefill_instances", prefill},
+      {"decode_instances", cluster.instances - prefill},
+      {"kv_transfer", cluster.disaggregation->layerwise ? "layerwise" : "whole"}};
+  summary["handoff"] = {{"requests", deployment.handoffs->requests()},
+                        {"bytes", deployment.handoffs->bytes()},
+                        {"handoff_s", percentiles(deployment.ledger->handoff_s())},
+                        {"ttft_share", deployment.ledger->ttft_share()}};
+}
+
 nlohmann::json pool_json(const SharedPool& pool) {
   return {{"name", pool.spec().name},
           {"bytes_per_block", pool.spec().bytes_per_block()},
@@ -431,9 +246,24 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     total.add(r);
     if (files) files->requests.write(r, instance, prefill_instance);
   };
+  // Each replica's transfers.csv, as a lone instance's, in transfers/ (opt-out: a row per stored block).
+  std::vector<std::unique_ptr<TransfersFile>> transfer_files;
+  std::vector<TransfersCsvWriter*> transfer_logs;
+  if (!options.out_dir.empty()) {
+    create_checked_folder(options.out_dir);
+    if (options.transfers_csv) create_checked_folder(options.out_dir + "/transfers");
+    for (int i = 0; options.transfers_csv && i < cluster.instances; ++i) {
+      std::string path = options.out_dir;  // in steps (-Wrestrict)
+      path += "/transfers/instance-";
+      path += std::to_string(i);
+      path += ".csv";
+      transfer_files.push_back(std::make_unique<TransfersFile>(path));
+      transfer_logs.push_back(&transfer_files.back()->log);
+    }
+  }
   sg4::Mailbox* router_bell = sg4::Mailbox::by_name("router");
   Deployment deployment(s, cost, nodes, tiers, workload.window_s, pool.get(), network.get(), *workload.driver,
-                        router_bell, record);
+                        router_bell, record, transfer_logs);
   Replicas& replicas = deployment.replicas;
   std::vector<std::vector<Replica*>> by_node(nodes.size());
   for (auto& replica : replicas) {
@@ -443,7 +273,6 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   }
   ClusterLinks links(by_node, network.get());
   if (!options.out_dir.empty()) {
-    create_checked_folder(options.out_dir);
     files =
         std::make_unique<ClusterFiles>(options.out_dir, tiers, links.names(),
                                        cluster.disaggregation ? RequestsCsvWriter::RouteColumns::kHandoff
@@ -492,6 +321,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     files->requests_file.close();
     files->series_file.close();
   }
+  for (auto& file : transfer_files) file->close();
   const double end_s = sg4::Engine::get_clock();
 
   TrafficTotals traffic(static_cast<int>(s.tiers.size()));
@@ -504,35 +334,12 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     transfers += st.transfers + r->engine->store_transfers();
     busy_s += st.busy_s;
     traffic.add(r->cache.traffic());
-    nlohmann::json one = r->summary.to_json(r->platform.link_names(), r->platform.link_bytes());
-    one["instance"] = r->index;
-    one["node"] = r->index / cluster.instances_per_node;
-    if (cluster.disaggregation)
-      one["role"] = r->index < cluster.disaggregation->prefill_instances ? "prefill" : "decode";
-    one["engine_steps"] = st.steps;
-    one["gpu_busy_s"] = st.busy_s;
-    one["cache_traffic"] = cache_traffic_json(r->cache);
-    instances.push_back(std::move(one));
+    instances.push_back(replica_json(*r, cluster));
   }
   nlohmann::json summary = total.to_json(links.names(), links.started_bytes());
   add_run_totals(summary, s, workload,
                  {end_s, steps, transfers, busy_s, cache_traffic_json(traffic, tier_names(s))});
-  summary["deployment"] = {{"instances", cluster.instances},
-                           {"nodes", cluster.nodes()},
-                           {"instances_per_node", cluster.instances_per_node},
-                           {"gpus_per_instance", s.gpus},
-                           {"router", router_json(cluster.router)}};
-  if (cluster.disaggregation) {
-    const int prefill = cluster.disaggregation->prefill_instances;
-    summary["deployment"]["disaggregation"] = {
-        {"prefill_instances", prefill},
-        {"decode_instances", cluster.instances - prefill},
-        {"kv_transfer", cluster.disaggregation->layerwise ? "layerwise" : "whole"}};
-    summary["handoff"] = {{"requests", deployment.handoffs->requests()},
-                          {"bytes", deployment.handoffs->bytes()},
-                          {"handoff_s", percentiles(deployment.ledger->handoff_s())},
-                          {"ttft_share", deployment.ledger->ttft_share()}};
-  }
+  add_deployment(summary, s, deployment);
   if (pool) summary["pool"] = pool_json(*pool);
   if (s.cost)
     summary["cost"] =

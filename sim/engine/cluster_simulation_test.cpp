@@ -101,11 +101,17 @@ TEST(Cluster, OfOneInstanceServesAsTheLoneInstance) {
   for (const char* key : {"requests_completed", "ttft_s", "hit_rate_tokens", "simulated_s", "events"})
     EXPECT_EQ(lone[key], one[key]) << key;
   // The cluster names its node's links "n0.": the lone instance's, and the seven other GPUs' PCIe.
-  std::map<std::string, double> bytes;
-  for (const auto& link : one["link_bytes"])
-    bytes[link["link"].get<std::string>()] = link["bytes"].get<double>();
+  const std::map<std::string, double> bytes = link_bytes(one);
   for (const auto& link : lone["link_bytes"])
     EXPECT_EQ(bytes.at("n0." + link["link"].get<std::string>()), link["bytes"].get<double>());
+  // Its replica's transfers.csv is the lone instance's, byte for byte.
+  auto text = [](const fs::path& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string transfers = text(dir / "lone" / "transfers.csv");
+  EXPECT_GT(std::count(transfers.begin(), transfers.end(), '\n'), 1000);
+  EXPECT_EQ(text(dir / "one" / "transfers" / "instance-0.csv"), transfers);
 }
 
 // With free transfers nothing is shared between replicas, so each serves what the router sent it exactly

@@ -153,9 +153,11 @@ void once_each_at_1_4_16_copies(benchmark::internal::Benchmark* b) {
 BENCHMARK(BM_MooncakeSampleRepeated)->Apply(once_each_at_1_4_16_copies);
 BENCHMARK(BM_MooncakeSampleReplayedIntoAFolder)->Apply(once_each_at_1_4_16_copies);
 
-// An hour of the sample on state.range(0) instances, one user per eight instances (above); with `pool`,
-// over a KV pool of 64 GiB per instance shared by all.
-void cluster_on_a_mooncake_hour(benchmark::State& state, bool pool) {
+// An hour of the sample on state.range(0) instances, one user per eight instances (above): plain, over a
+// KV pool of 64 GiB per instance shared by all, or with half the instances prefilling and handing their
+// KV layer by layer to the other half.
+enum class ClusterKind { kPlain, kPool, kDisaggregated };
+void cluster_on_a_mooncake_hour(benchmark::State& state, ClusterKind kind) {
   if (!have_sample(state)) return;
   const auto instances = static_cast<int>(state.range(0));
   TemporaryFolder folder("kvtier-simulate-bench");
@@ -165,21 +167,29 @@ void cluster_on_a_mooncake_hour(benchmark::State& state, bool pool) {
   root.set("workload", "{loop: open, source: trace, trace: " + trace.string() + "}");
   root.set("cluster.instances", std::to_string(instances));
   root.set("cluster.router.policy", "prefix_aware");
-  if (pool) root.set("cluster.pool", "{kv: bf16, capacity: " + std::to_string(64 * instances) + "GiB}");
+  if (kind == ClusterKind::kPool)
+    root.set("cluster.pool", "{kv: bf16, capacity: " + std::to_string(64 * instances) + "GiB}");
+  if (kind == ClusterKind::kDisaggregated)
+    root.set("cluster.disaggregation",
+             "{prefill_instances: " + std::to_string(instances / 2) + ", kv_transfer: layerwise}");
   run_and_count(state, parse_scenario(root));
   state.counters["instances"] = instances;
 }
 void BM_ClusterOnAMooncakeHour(benchmark::State& state) {
-  cluster_on_a_mooncake_hour(state, false);
+  cluster_on_a_mooncake_hour(state, ClusterKind::kPlain);
 }
 void BM_ClusterWithAPoolOnAMooncakeHour(benchmark::State& state) {
-  cluster_on_a_mooncake_hour(state, true);
+  cluster_on_a_mooncake_hour(state, ClusterKind::kPool);
+}
+void BM_ClusterDisaggregatedOnAMooncakeHour(benchmark::State& state) {
+  cluster_on_a_mooncake_hour(state, ClusterKind::kDisaggregated);
 }
 void at_8_to_64_instances(benchmark::internal::Benchmark* b) {
   b->Arg(8)->Arg(16)->Arg(32)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 }
 BENCHMARK(BM_ClusterOnAMooncakeHour)->Apply(at_8_to_64_instances);
 BENCHMARK(BM_ClusterWithAPoolOnAMooncakeHour)->Apply(at_8_to_64_instances);
+BENCHMARK(BM_ClusterDisaggregatedOnAMooncakeHour)->Apply(at_8_to_64_instances);
 
 // The first 2,000 turns of the built-in agent workload, then the same again `copies` times over, each copy
 // after the last (arrivals shifted by the trace's span plus a second) with its sessions renumbered: a

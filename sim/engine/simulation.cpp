@@ -37,13 +37,6 @@ void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cac
   }
 }
 
-// transfers.csv and its writer.
-struct TransfersFile {
-  explicit TransfersFile(const std::string& path) : file(path), log(file) {}
-  CheckedFile file;
-  TransfersCsvWriter log;
-};
-
 // The CSVs of a run with an output folder (which exists), opened before it starts and written as it goes;
 // transfers.csv only when asked for (it has a row per stored block: gigabytes on a long run).
 struct RunFiles {

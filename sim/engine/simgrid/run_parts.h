@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/checked_file.h"
+#include "sim/core/transfer_log.h"
 #include "sim/engine/run_cost.h"
 #include "sim/engine/scenario.h"
 #include "sim/engine/simgrid/serving_instance.h"
@@ -44,6 +46,17 @@ std::vector<std::string> tier_names(const Scenario& s);
 // the time the GPUs ran steps.
 RunUsage run_usage(const nlohmann::json& summary, const std::vector<std::string>& link_names,
                    const std::vector<double>& link_bytes, double busy_s);
+
+// A transfers.csv and its writer.
+struct TransfersFile {
+  explicit TransfersFile(const std::string& path) : file(path), log(file) {}
+  void close() {
+    log.close();
+    file.close();
+  }
+  CheckedFile file;
+  TransfersCsvWriter log;
+};
 
 // Reads links' utilisation over sampling intervals: each call gives, per link, the bytes carried since
 // the previous call over what the link's bandwidth could have carried, clamped to [0, 1].
