@@ -416,6 +416,24 @@ TEST(ClusterDisaggregation, AHandoffAloneTakesLatencyPlusBytesOverTheNarrowestLi
   fs::remove(trace);
 }
 
+// A prompt of 640K tokens, more KV than an H100 holds beside the weights, is rejected by its prefill
+// replica: it leaves at once, its decode replica stops expecting it, and the run ends.
+TEST(ClusterDisaggregation, ARequestItsPrefillRejectsLeavesTheCluster) {
+  const fs::path trace = fs::temp_directory_path() / "too-long.jsonl";
+  {
+    std::ofstream out(trace);
+    out << R"({"timestamp": 0, "input_length": 655360, "output_length": 10, "hash_ids": [)";
+    for (int b = 0; b < 1280; ++b) out << (b > 0 ? ", " : "") << b;
+    out << "]}\n";
+  }
+  nlohmann::json s = run(scenario(
+      scenario_text("cluster: {instances: 2, disaggregation: {prefill_instances: 1}}\n", trace.string())));
+  EXPECT_EQ(s["requests_rejected"], 1);
+  EXPECT_EQ(s["requests_completed"], 0);
+  EXPECT_EQ(s["handoff"]["requests"], 0);
+  fs::remove(trace);
+}
+
 // Conservation: with the prefill instances on node 0 and the decode instances on node 1, the NICs carry
 // every request's prompt KV once, and nothing else; the router's decisions are in requests.csv.
 TEST(ClusterDisaggregation, TheNicsCarryEveryPromptsKvOnce) {

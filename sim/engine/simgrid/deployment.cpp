@@ -97,7 +97,9 @@ Deployment::Deployment(const Scenario& s, const CostModel& cost,
 RoutedDriver::CompletionHandler Deployment::leave_handler(int index) {
   if (index < prefill_instances_)
     return [this](uint64_t id, double now, bool rejected) { hand_off(id, now, rejected); };
-  return [this](uint64_t id, double now, bool) {
+  return [this](uint64_t id, double now, bool rejected) {
+    // A decode replica that rejects a request never receives its KV: the handoff's flows are let go.
+    if (rejected && handoffs) handoffs->forget(id);
     workload_.on_complete(id, now);
     ring(router_bell_);
   };
