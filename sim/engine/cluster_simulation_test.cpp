@@ -374,6 +374,16 @@ TEST(Cluster, BadClustersFailAtTheirKey) {
 // Llama-3.1-8B's KV in bf16: 32 layers x 8 KV heads x 128 dimensions x K and V x 2 bytes a token.
 constexpr double kLlama8bKvBytesPerToken = 32.0 * 8 * 128 * 2 * 2;
 
+// A Mooncake trace of one request of `tokens` input tokens (whole 512-token blocks) at time 0.
+fs::path one_request_trace(const std::string& name, int tokens) {
+  const fs::path trace = fs::temp_directory_path() / name;
+  std::ofstream out(trace);
+  out << R"({"timestamp": 0, "input_length": )" << tokens << R"(, "output_length": 10, "hash_ids": [)";
+  for (int b = 0; b < tokens / 512; ++b) out << (b > 0 ? ", " : "") << b;
+  out << "]}\n";
+  return trace;
+}
+
 // One request of 8,192 tokens (16 blocks) prefilled on instance 0 of node 0 and handed to the first
 // decode instance, alone on the links: its KV, 8,192 x 131,072 bytes, crosses in latency + bytes over the
 // narrowest link. With prefill_instances 8 of 9 the decode instance is on node 1: the sender's PCIe
@@ -381,13 +391,7 @@ constexpr double kLlama8bKvBytesPerToken = 32.0 * 8 * 128 * 2 * 2;
 // node 0: NVLink, 450 GB/s each way, no latency. Layer-wise, the prefill's step (longer than the copy)
 // hides all but the last of 32 layers.
 TEST(ClusterDisaggregation, AHandoffAloneTakesLatencyPlusBytesOverTheNarrowestLink) {
-  const fs::path trace = fs::temp_directory_path() / "one-request.jsonl";
-  {
-    std::ofstream out(trace);
-    out << R"({"timestamp": 0, "input_length": 8192, "output_length": 10, "hash_ids": [)";
-    for (int b = 0; b < 16; ++b) out << (b > 0 ? ", " : "") << b;
-    out << "]}\n";
-  }
+  const fs::path trace = one_request_trace("one-request.jsonl", 8192);
   const double bytes = 8192 * kLlama8bKvBytesPerToken;
   auto handoff = [&](int instances, int prefill, const std::string& transfer) {
     const std::string cluster =
@@ -419,13 +423,7 @@ TEST(ClusterDisaggregation, AHandoffAloneTakesLatencyPlusBytesOverTheNarrowestLi
 // A prompt of 640K tokens, more KV than an H100 holds beside the weights, is rejected by its prefill
 // replica: it leaves at once, its decode replica stops expecting it, and the run ends.
 TEST(ClusterDisaggregation, ARequestItsPrefillRejectsLeavesTheCluster) {
-  const fs::path trace = fs::temp_directory_path() / "too-long.jsonl";
-  {
-    std::ofstream out(trace);
-    out << R"({"timestamp": 0, "input_length": 655360, "output_length": 10, "hash_ids": [)";
-    for (int b = 0; b < 1280; ++b) out << (b > 0 ? ", " : "") << b;
-    out << "]}\n";
-  }
+  const fs::path trace = one_request_trace("too-long.jsonl", 655360);
   nlohmann::json s = run(scenario(
       scenario_text("cluster: {instances: 2, disaggregation: {prefill_instances: 1}}\n", trace.string())));
   EXPECT_EQ(s["requests_rejected"], 1);

@@ -124,6 +124,16 @@ struct Harness {
   std::unique_ptr<Scheduler> scheduler;
 };
 
+// Blocks 1 and 2 in DRAM only: placed in HBM, then pushed out to DRAM by four others that fill it
+// (HBM of 4 blocks).
+void cache_blocks_1_2_in_dram_only(Harness& h) {
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
+  h.cache.release(a);
+  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
+  h.cache.release(a);
+}
+
 // `blocks` fresh block ids from `first_id`, input filling them, arriving at `arrival_s`.
 Request request(uint64_t id, uint64_t first_id, int64_t blocks, int64_t output_tokens = 1,
                 double arrival_s = 0) {
@@ -497,11 +507,7 @@ TEST(Scheduler, PreemptingALoadingRequestCancelsItsLoad) {
   // A (2 blocks) decodes; B (blocks 1-2, cached in DRAM only) waits for its load. A's first decode step
   // leaves 4 × 32 − 8 = 120 B: 3 blocks, fewer than the 4 pinned, so B is preempted mid-load.
   Harness h({tier("hbm", 4), tier("dram", 100)});
-  Admission a;
-  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
-  h.cache.release(a);
-  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
-  h.cache.release(a);
+  cache_blocks_1_2_in_dram_only(h);
   h.driver.add(request(0, 100, 2, 10));
   h.driver.add(request(1, 1, 2, 10));
   h.start();
@@ -518,11 +524,7 @@ TEST(Scheduler, ARequestPrefilledElsewhereWaitsForItsKvThenDecodesWithoutPrefill
   // another instance loads nothing from DRAM, counts no hit and prefills nothing: it waits for its KV,
   // gets its first token when the KV lands (0.25 s), then decodes its 2 other tokens over 9 and 10.
   Harness h({tier("hbm", 4), tier("dram", 100)});
-  Admission a;
-  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
-  h.cache.release(a);
-  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
-  h.cache.release(a);
+  cache_blocks_1_2_in_dram_only(h);
   Request r = request(0, 1, 2, 3);
   r.prefilled_elsewhere = true;
   h.driver.add(r);
@@ -583,11 +585,7 @@ TEST(Scheduler, RejectsARequestThatCanNeverFitOnceNothingRuns) {
   // HBM holds 4 blocks. A (blocks 1-2, cached in DRAM only) waits for its load; B (5 blocks) waits while A
   // is admitted, even though nothing can step, and is rejected once A has finished; C is then served.
   Harness h({tier("hbm", 4), tier("dram", 100)});
-  Admission a;
-  h.cache.admit(std::vector<uint64_t>{1, 2}, a);
-  h.cache.release(a);
-  h.cache.admit(std::vector<uint64_t>{11, 12, 13, 14}, a);
-  h.cache.release(a);
+  cache_blocks_1_2_in_dram_only(h);
   h.driver.add(request(0, 1, 2));
   h.driver.add(request(1, 200, 5));
   h.driver.add(request(2, 300, 1, 1, 1.0));
