@@ -212,14 +212,21 @@ class GpuEngine {
   StepRunner runner_;
 };
 
-// Runs the scheduler to the end on the wall clock; returns the seconds its forward passes took.
-double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler) {
+// Runs the scheduler to the end on the wall clock, each step into `steps`; returns the seconds its forward
+// passes took.
+double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler,
+                      std::vector<StepRecord>& steps) {
   double compute_s = 0;
+  StoreBackend& clock = engine.backend();
   while (!scheduler.finished()) {
     const Decision& d = scheduler.decide();
     if (d.kind == Decision::Kind::kStep) {
-      compute_s += engine.runner().run(d.step);
+      StepRecord step{
+          .start_s = clock.now(), .forward_s = engine.runner().run(d.step), .end_s = 0, .plan = d.step};
+      compute_s += step.forward_s;
       scheduler.finish_step();
+      step.end_s = clock.now();
+      steps.push_back(std::move(step));
     } else if (d.kind == Decision::Kind::kWait && d.awaited_loads.empty()) {
       // Loads land before the scheduler waits for them (store_backend.h): only an arrival is worth a wait.
       if (!d.next_arrival_s) throw std::logic_error("kvtier-hw serve: nothing runs and nothing will arrive");
@@ -262,7 +269,7 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   RequestLog records([&run](const RequestRecord& r) { run.records.push_back(r); });
   Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, records, state);
   Sampler sampler(s, node, cache, state, backend.transfers(), run.samples);
-  const double compute_s = serve_requests(scheduler, engine, sampler);
+  const double compute_s = serve_requests(scheduler, engine, sampler, run.steps);
   records.close();
   const double elapsed = backend.now();
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "hw/serve/step_log.h"
 #include "sim/core/transfer_log.h"
 #include "sim/engine/metrics.h"
 #include "sim/engine/scenario.h"
@@ -28,6 +29,7 @@ struct ServeRun {
   std::vector<RequestRecord> records;
   std::vector<TimeSample> samples;
   std::vector<TransferRecord> transfers;
+  std::vector<StepRecord> steps;
   std::vector<std::string> tier_names;
   // The node's links (sim/core/node_links.h), as the simulator names them.
   std::vector<std::string> link_names;

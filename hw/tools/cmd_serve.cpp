@@ -35,6 +35,9 @@ void write_variant(const std::string& dir, const ServeRun& run) {
   CheckedFile transfers(dir + "/" + kTransfersFile);
   write_transfers_csv(transfers, run.transfers);
   transfers.close();
+  CheckedFile steps(dir + "/" + kStepsFile);
+  write_steps_csv(steps, run.steps);
+  steps.close();
 }
 
 // What `kvtier validate SCENARIO --hw DIR` needs to simulate the same run.

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""The cost model's error on the steps a hardware run served, from its steps.csv (kvtier-hw serve).
+
+    validate/step_errors.py HW_DIR/VARIANT/steps.csv
+
+Each step's error is (predicted_s - forward_s) / forward_s, predicted_s being the run's cost model (the
+calibration given to the run with --set calibration=FILE). Steps are grouped by kind (decode only, prefill
+only, mixed) and by their prefill tokens; per group: the steps, the median error with its 10th and 90th
+percentiles, the error of the summed times, and the median forward pass. The first lines give the run's
+totals and the serving loop's own time per step.
+"""
+import csv
+import statistics
+import sys
+
+
+def group_of(row):
+    decodes, prefills, tokens = int(row["decodes"]), int(row["prefills"]), int(row["prefill_tokens"])
+    if prefills == 0:
+        return "decode"
+    kind = "prefill" if decodes == 0 else "mixed"
+    size = "<1K" if tokens < 1024 else ("1K-4K" if tokens < 4096 else ">=4K")
+    return f"{kind} {size} tokens"
+
+
+def main(path):
+    rows = list(csv.DictReader(open(path, newline="")))
+    if not rows:
+        sys.exit(f"{path}: no steps")
+    forward = sum(float(r["forward_s"]) for r in rows)
+    predicted = sum(float(r["predicted_s"]) for r in rows)
+    loop = sum(float(r["end_s"]) - float(r["start_s"]) - float(r["forward_s"]) for r in rows)
+    print(f"{path}: {len(rows)} steps, forward passes {forward:.2f} s, predicted {predicted:.2f} s "
+          f"({(predicted - forward) / forward * 100:+.2f} %), serving loop {loop / len(rows) * 1e3:.3f} ms per step")
+    groups = {}
+    for r in rows:
+        groups.setdefault(group_of(r), []).append((float(r["forward_s"]), float(r["predicted_s"])))
+    print(f"{'steps':22s} {'n':>6s} {'median error':>13s} {'p10':>8s} {'p90':>8s} {'summed':>8s} {'median forward':>15s}")
+    for name in sorted(groups):
+        g = groups[name]
+        errors = sorted((p - f) / f for f, p in g)
+        f_sum, p_sum = sum(f for f, _ in g), sum(p for _, p in g)
+        print(f"{name:22s} {len(g):6d} {statistics.median(errors) * 100:+12.2f}% "
+              f"{errors[len(errors) // 10] * 100:+7.2f}% {errors[len(errors) * 9 // 10] * 100:+7.2f}% "
+              f"{(p_sum - f_sum) / f_sum * 100:+7.2f}% {statistics.median(f for f, _ in g) * 1e3:12.2f} ms")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    main(sys.argv[1])
