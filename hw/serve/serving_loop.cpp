@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <stdexcept>
 #include <thread>
 
@@ -212,31 +213,26 @@ class GpuEngine {
   StepRunner runner_;
 };
 
-// Runs the scheduler to the end on the wall clock, each step into `steps`; returns the seconds its forward
-// passes took.
-double serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler,
-                      std::vector<StepRecord>& steps) {
-  double compute_s = 0;
+// Runs the scheduler to the end on the wall clock, each step into `steps`.
+void serve_requests(Scheduler& scheduler, GpuEngine& engine, Sampler& sampler,
+                    std::vector<StepRecord>& steps) {
   StoreBackend& clock = engine.backend();
   while (!scheduler.finished()) {
     const Decision& d = scheduler.decide();
     if (d.kind == Decision::Kind::kStep) {
-      StepRecord step{
-          .start_s = clock.now(), .forward_s = engine.runner().run(d.step), .end_s = 0, .plan = d.step};
-      compute_s += step.forward_s;
+      const double start_s = clock.now();
+      const double forward_s = engine.runner().run(d.step);
       scheduler.finish_step();
-      step.end_s = clock.now();
-      steps.push_back(std::move(step));
+      steps.push_back({.start_s = start_s, .forward_s = forward_s, .end_s = clock.now(), .plan = d.step});
     } else if (d.kind == Decision::Kind::kWait && d.awaited_loads.empty()) {
       // Loads land before the scheduler waits for them (store_backend.h): only an arrival is worth a wait.
       if (!d.next_arrival_s) throw std::logic_error("kvtier-hw serve: nothing runs and nothing will arrive");
-      const double wait = *d.next_arrival_s - engine.backend().now();
+      const double wait = *d.next_arrival_s - clock.now();
       if (wait > 0) std::this_thread::sleep_for(std::chrono::duration<double>(wait));
     }
     scheduler.end_iteration();
-    sampler.at(engine.backend().now());
+    sampler.at(clock.now());
   }
-  return compute_s;
 }
 
 // The summary in the simulator's keys: each transfer's bytes on every link of the node it crossed.
@@ -269,7 +265,7 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   RequestLog records([&run](const RequestRecord& r) { run.records.push_back(r); });
   Scheduler scheduler(scheduler_config(s), cost, cache, *workload.driver, backend, records, state);
   Sampler sampler(s, node, cache, state, backend.transfers(), run.samples);
-  const double compute_s = serve_requests(scheduler, engine, sampler, run.steps);
+  serve_requests(scheduler, engine, sampler, run.steps);
   records.close();
   const double elapsed = backend.now();
 
@@ -279,7 +275,9 @@ ServeRun serve_scenario(const Scenario& s, const ServeOptions& o) {
   run.summary["workload"] = workload.description;
   run.summary["elapsed_s"] = elapsed;
   run.summary["engine_steps"] = state.steps;
-  run.summary["compute_s"] = compute_s;
+  run.summary["compute_s"] =
+      std::accumulate(run.steps.begin(), run.steps.end(), 0.0,
+                      [](double sum, const StepRecord& step) { return sum + step.forward_s; });
   run.summary["transfer_s"] = backend.transfer_seconds();
   run.summary["device"] = gpu::current_device_description();
   run.summary["cache_traffic"] = cache_traffic_json(cache);
