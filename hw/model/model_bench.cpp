@@ -18,12 +18,13 @@
 #include <string>
 #include <vector>
 
+#include "hw/gpu/check.h"
+#include "hw/gpu/device_buffer.h"
 #include "hw/model/attention.h"
 #include "hw/model/attention_plan.h"
 #include "hw/model/elementwise.h"
 #include "hw/model/forward.h"
-#include "hw/gpu/check.h"
-#include "hw/gpu/device_buffer.h"
+#include "hw/model/prompt_tokens.h"
 
 namespace kvtier::hw {
 namespace {
@@ -61,7 +62,8 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
     const int step_tokens = chunk > 0 ? std::min(chunk, length) : length;
     const std::vector<int> pages = page_range(0, (length + block - 1) / block);
     std::vector<int> tokens(static_cast<size_t>(step_tokens));
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int>(i * 7919 % shape.vocab);
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = prompt_token(0, static_cast<int64_t>(i), shape.vocab);
     auto prefill = [&] {
       for (int done = 0; done < length; done += step_tokens) {
         const int fresh = std::min(step_tokens, length - done);

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "hw/gpu/check.h"
+#include "hw/model/prompt_tokens.h"
 
 namespace kvtier::hw {
 
@@ -39,13 +40,17 @@ void StepRunner::add_sequence(uint64_t request_id, int new_tokens, int64_t conte
         block < blocks.size() ? blocks[block] : decode_page(request_id, p - static_cast<int64_t>(blocks.size()))));
   }
   sequences_.push_back(std::move(seq));
+  const int vocab = forward_.config().shape.vocab;
+  for (int64_t position = context_tokens; position < positions; ++position)
+    token_ids_.push_back(prompt_token(request_id, position, vocab));
 }
 
 double StepRunner::run(const StepPlan& plan) {
   sequences_.clear();
+  token_ids_.clear();
   for (const DecodeWork& d : plan.decodes) add_sequence(d.request_id, 1, d.context_tokens);
-  for (const PrefillChunk& c : plan.prefills) add_sequence(c.request_id, static_cast<int>(c.tokens), c.start_token);
-  token_ids_.assign(static_cast<size_t>(plan.tokens), 0);
+  for (const PrefillChunk& c : plan.prefills)
+    add_sequence(c.request_id, static_cast<int>(c.tokens), c.start_token);
   const auto start = std::chrono::steady_clock::now();
   forward_.step(sequences_, token_ids_);
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));

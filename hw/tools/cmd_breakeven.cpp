@@ -18,6 +18,7 @@
 #include "hw/gpu/device_buffer.h"
 #include "hw/model/card_shape.h"
 #include "hw/model/forward.h"
+#include "hw/model/prompt_tokens.h"
 #include "hw/store/gpu_device_pages.h"
 #include "hw/tools/breakeven_probe.h"
 #include "hw/tools/hw_commands.h"
@@ -75,7 +76,9 @@ class ForwardPrefill : public Prefill {
   double run(int64_t cached_tokens, int64_t new_tokens, std::span<const int64_t> pages) override {
     HostSequence sequence{static_cast<int>(new_tokens), static_cast<int>(cached_tokens),
                           std::vector<int>(pages.begin(), pages.end())};
-    token_ids_.assign(static_cast<size_t>(new_tokens), 0);
+    token_ids_.clear();
+    for (int64_t position = cached_tokens; position < cached_tokens + new_tokens; ++position)
+      token_ids_.push_back(prompt_token(0, position, forward_.config().shape.vocab));
     const auto start = std::chrono::steady_clock::now();
     forward_.step(std::span<const HostSequence>(&sequence, 1), token_ids_);
     KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));

@@ -11,6 +11,7 @@
 #include "hw/gpu/device_buffer.h"
 #include "hw/model/attention.h"
 #include "hw/model/forward.h"
+#include "hw/model/prompt_tokens.h"
 #include "hw/tools/event_timer.h"
 #endif
 
@@ -187,7 +188,7 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
   std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
   for (size_t i = 0; i < token_ids.size(); ++i)
-    token_ids[i] = static_cast<int>(i * 7919 % static_cast<size_t>(shape.vocab));
+    token_ids[i] = prompt_token(0, static_cast<int64_t>(i), shape.vocab);
   StepProbe probe;
   double cooling_cap_s = 0;
   if (with_throttle_run) {
