@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The cost model's error on the steps a hardware run served, from its steps.csv (kvtier-hw serve).
 
-    validate/step_errors.py HW_DIR/VARIANT/steps.csv
+    validate/step_errors.py HW_DIR/VARIANT/steps.csv [--each]
 
 Each step's error is (predicted_s - forward_s) / forward_s, predicted_s being the run's cost model (the
 calibration given to the run with --set calibration=FILE). Steps are grouped by kind (decode only, prefill
 only, mixed) and by their prefill tokens; per group: the steps, the median error with its 10th and 90th
 percentiles, the error of the summed times, and the median forward pass. The first lines give the run's
-totals and the serving loop's own time per step.
+totals and the serving loop's own time per step. With --each, every step that carries a prefill is listed
+instead, with the idle time before it (its start after the previous step's end), its forward pass, its
+prediction and error, and its prefill chunks (`start:tokens`).
 """
 import csv
 import statistics
@@ -23,10 +25,24 @@ def group_of(row):
     return f"{kind} {size} tokens"
 
 
-def main(path):
+def list_each(rows):
+    print(f"{'start_s':>9s} {'idle_s':>7s} {'forward':>10s} {'predicted':>10s} {'error':>7s}  prefill chunks")
+    previous_end = 0.0
+    for r in rows:
+        forward, predicted = float(r["forward_s"]), float(r["predicted_s"])
+        if int(r["prefills"]) > 0:
+            print(f"{float(r['start_s']):9.3f} {float(r['start_s']) - previous_end:7.3f} {forward * 1e3:7.1f} ms "
+                  f"{predicted * 1e3:7.1f} ms {(predicted - forward) / forward * 100:+6.1f}%  {r['prefill_chunks']}")
+        previous_end = float(r["end_s"])
+
+
+def main(path, each):
     rows = list(csv.DictReader(open(path, newline="")))
     if not rows:
         sys.exit(f"{path}: no steps")
+    if each:
+        list_each(rows)
+        return
     forward = sum(float(r["forward_s"]) for r in rows)
     predicted = sum(float(r["predicted_s"]) for r in rows)
     loop = sum(float(r["end_s"]) - float(r["start_s"]) - float(r["forward_s"]) for r in rows)
@@ -46,6 +62,6 @@ def main(path):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--each"):
         sys.exit(__doc__)
-    main(sys.argv[1])
+    main(sys.argv[1], len(sys.argv) == 3)
