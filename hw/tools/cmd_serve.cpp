@@ -24,20 +24,22 @@ struct ServeArguments {
   ServeOptions options;
 };
 
+// One file of a variant's folder, written by `write` and closed (CheckedFile names the file on error).
+template <typename Write>
+void write_file(const std::string& path, Write write) {
+  CheckedFile file(path);
+  write(file);
+  file.close();
+}
+
 void write_variant(const std::string& dir, const ServeRun& run) {
   create_checked_folder(dir);
-  CheckedFile requests(dir + "/requests.csv");
-  write_requests_csv(requests, run.records, run.tier_names);
-  requests.close();
-  CheckedFile series(dir + "/timeseries.csv");
-  write_timeseries_csv(series, run.samples, run.link_names, run.tier_names);
-  series.close();
-  CheckedFile transfers(dir + "/" + kTransfersFile);
-  write_transfers_csv(transfers, run.transfers);
-  transfers.close();
-  CheckedFile steps(dir + "/" + kStepsFile);
-  write_steps_csv(steps, run.steps);
-  steps.close();
+  write_file(dir + "/requests.csv",
+             [&](std::ostream& o) { write_requests_csv(o, run.records, run.tier_names); });
+  write_file(dir + "/timeseries.csv",
+             [&](std::ostream& o) { write_timeseries_csv(o, run.samples, run.link_names, run.tier_names); });
+  write_file(dir + "/" + kTransfersFile, [&](std::ostream& o) { write_transfers_csv(o, run.transfers); });
+  write_file(dir + "/" + kStepsFile, [&](std::ostream& o) { write_steps_csv(o, run.steps); });
 }
 
 // What `kvtier validate SCENARIO --hw DIR` needs to simulate the same run.
