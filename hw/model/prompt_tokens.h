@@ -2,7 +2,7 @@
 //
 // The weights are random, so the values a forward pass computes do not matter, but their spread does: a
 // GPU's power draw follows the bits its tensor cores toggle. A batch of one repeated token makes every row
-// of every activation the same (causal attention averages identical values rows), so the GPU draws less
+// of every activation the same (causal attention averages identical value rows), so the GPU draws less
 // power and holds a higher clock than over a real prompt. Every forward pass of kvtier-hw is therefore fed
 // varied ids: a hash of the sequence and the position, spread over the vocabulary, the same on every run.
 #pragma once
