@@ -40,7 +40,7 @@ struct CalibrateArguments {
   int64_t step_block_tokens = 256;
   double step_gap_ms = 200;
   StepGapKind step_gap = StepGapKind::kIdle;
-  bool throttle = false;
+  bool throttle = true;
   std::string out;
 };
 
@@ -222,9 +222,11 @@ void add_calibrate_command(CLI::App& app) {
       ->transform(CLI::CheckedTransformer(
           std::map<std::string, StepGapKind>{{"idle", StepGapKind::kIdle}, {"light", StepGapKind::kLight}}))
       ->default_str("idle");
-  command->add_flag("--throttle", arguments->throttle,
-                    "With --steps: time back-to-back prefill chunks from a cool GPU first, fit the power "
-                    "throttle (serving.power) and the step costs at the boost clock (docs/cost-model.md)");
+  command->add_flag(
+      "--throttle,!--no-throttle", arguments->throttle,
+      "With --steps (the default; --no-throttle skips it): time back-to-back prefill chunks from "
+      "a cool GPU first, fit the power throttle (serving.power) and the step costs at the boost "
+      "clock (docs/cost-model.md)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }
