@@ -50,10 +50,9 @@ struct RunFiles {
   }
   TransfersCsvWriter* transfers_log() { return transfers ? &transfers->log : nullptr; }
   void close() {
-    if (transfers) transfers->log.close();
     requests_file.close();
     series_file.close();
-    if (transfers) transfers->file.close();
+    if (transfers) transfers->close();
   }
 
   CheckedFile requests_file, series_file;
