@@ -224,7 +224,7 @@ void add_calibrate_command(CLI::App& app) {
       ->default_str("idle");
   command->add_flag(
       "--throttle,!--no-throttle", arguments->throttle,
-      "With --steps (the default; --no-throttle skips it): time back-to-back prefill chunks from "
+      "On by default with --steps (--no-throttle skips it): time back-to-back prefill chunks from "
       "a cool GPU first, fit the power throttle (serving.power) and the step costs at the boost "
       "clock (docs/cost-model.md)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
