@@ -61,9 +61,8 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
   for (int length : lengths) {
     const int step_tokens = chunk > 0 ? std::min(chunk, length) : length;
     const std::vector<int> pages = page_range(0, (length + block - 1) / block);
-    std::vector<int> tokens(static_cast<size_t>(step_tokens));
-    for (size_t i = 0; i < tokens.size(); ++i)
-      tokens[i] = prompt_token(0, static_cast<int64_t>(i), shape.vocab);
+    std::vector<int> tokens;
+    append_prompt_tokens(tokens, 0, 0, step_tokens, shape.vocab);
     auto prefill = [&] {
       for (int done = 0; done < length; done += step_tokens) {
         const int fresh = std::min(step_tokens, length - done);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace kvtier::hw {
 
@@ -17,6 +18,13 @@ inline int prompt_token(uint64_t sequence, int64_t position, int vocab) {
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   x ^= x >> 31;
   return static_cast<int>(x % static_cast<uint64_t>(vocab));
+}
+
+// Appends the ids of positions [first_position, first_position + count) of `sequence`.
+inline void append_prompt_tokens(std::vector<int>& ids, uint64_t sequence, int64_t first_position,
+                                 int64_t count, int vocab) {
+  for (int64_t position = first_position; position < first_position + count; ++position)
+    ids.push_back(prompt_token(sequence, position, vocab));
 }
 
 }  // namespace kvtier::hw

@@ -24,11 +24,22 @@ TEST(PromptToken, APromptIsVariedAndInsideTheVocabulary) {
 }
 
 TEST(PromptToken, TheSameSequenceAndPositionGiveTheSameId) {
+  // Sequence 1, position 0 hashes the golden ratio alone: splitmix64's first output from seed 0,
+  // 0xE220A8397B1DCDAF (its published reference value), taken modulo the vocabulary.
+  EXPECT_EQ(prompt_token(1, 0, kVocab), static_cast<int>(0xE220A8397B1DCDAFull % kVocab));
   EXPECT_EQ(prompt_token(3, 100, kVocab), prompt_token(3, 100, kVocab));
   int differing = 0;
   for (int64_t position = 0; position < 1000; ++position)
     differing += prompt_token(3, position, kVocab) != prompt_token(4, position, kVocab);
   EXPECT_GT(differing, 990) << "two requests' prompts should not repeat each other";
+}
+
+TEST(PromptToken, AppendingGivesEachPositionItsOwnId) {
+  std::vector<int> ids = {-1};
+  append_prompt_tokens(ids, 9, 4096, 3, kVocab);
+  const std::vector<int> expected = {-1, prompt_token(9, 4096, kVocab), prompt_token(9, 4097, kVocab),
+                                     prompt_token(9, 4098, kVocab)};
+  EXPECT_EQ(ids, expected);
 }
 
 TEST(PromptToken, ASmallVocabularyIsCoveredEvenly) {

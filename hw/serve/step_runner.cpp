@@ -40,9 +40,7 @@ void StepRunner::add_sequence(uint64_t request_id, int new_tokens, int64_t conte
         block < blocks.size() ? blocks[block] : decode_page(request_id, p - static_cast<int64_t>(blocks.size()))));
   }
   sequences_.push_back(std::move(seq));
-  const int vocab = forward_.config().shape.vocab;
-  for (int64_t position = context_tokens; position < positions; ++position)
-    token_ids_.push_back(prompt_token(request_id, position, vocab));
+  append_prompt_tokens(token_ids_, request_id, context_tokens, new_tokens, forward_.config().shape.vocab);
 }
 
 double StepRunner::run(const StepPlan& plan) {

@@ -77,8 +77,7 @@ class ForwardPrefill : public Prefill {
     HostSequence sequence{static_cast<int>(new_tokens), static_cast<int>(cached_tokens),
                           std::vector<int>(pages.begin(), pages.end())};
     token_ids_.clear();
-    for (int64_t position = cached_tokens; position < cached_tokens + new_tokens; ++position)
-      token_ids_.push_back(prompt_token(0, position, forward_.config().shape.vocab));
+    append_prompt_tokens(token_ids_, 0, cached_tokens, new_tokens, forward_.config().shape.vocab);
     const auto start = std::chrono::steady_clock::now();
     forward_.step(std::span<const HostSequence>(&sequence, 1), token_ids_);
     KVTIER_GPU_CHECK(gpuStreamSynchronize(stream_));

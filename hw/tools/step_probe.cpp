@@ -186,9 +186,8 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   gpu::Stream stream;
   TransformerForward forward(forward_config(shape, steps, kv_tokens, block_tokens), stream.get());
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
-  std::vector<int> token_ids(static_cast<size_t>(forward.config().max_step_tokens));
-  for (size_t i = 0; i < token_ids.size(); ++i)
-    token_ids[i] = prompt_token(0, static_cast<int64_t>(i), shape.vocab);
+  std::vector<int> token_ids;
+  append_prompt_tokens(token_ids, 0, 0, forward.config().max_step_tokens, shape.vocab);
   StepProbe probe;
   double cooling_cap_s = 0;
   if (with_throttle_run) {
