@@ -41,6 +41,7 @@ struct CalibrateArguments {
   double step_gap_ms = 200;
   StepGapKind step_gap = StepGapKind::kIdle;
   bool throttle = true;
+  double throttle_seconds = 4;
   std::string out;
 };
 
@@ -98,7 +99,7 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
   StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
-                                  arguments.throttle);
+                                  arguments.throttle ? arguments.throttle_seconds : 0.0);
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
   if (arguments.throttle) calibration.throttle_chunk_tokens = kThrottleChunkTokens;
@@ -227,6 +228,11 @@ void add_calibrate_command(CLI::App& app) {
       "On by default with --steps (--no-throttle skips it): time back-to-back prefill chunks from "
       "a cool GPU first, fit the power throttle (serving.power) and the step costs at the boost "
       "clock (docs/cost-model.md)");
+  command
+      ->add_option("--throttle-seconds", arguments->throttle_seconds,
+                   "How long the throttle run keeps the GPU busy")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 300.0));
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

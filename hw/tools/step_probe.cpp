@@ -112,9 +112,9 @@ class GapBeforeStep {
   std::chrono::steady_clock::time_point last_end_;
 };
 
-// From a cool GPU, prefill chunks of kThrottleChunkTokens back to back for 4 s, each timed on the host.
+// From a cool GPU, prefill chunks of kThrottleChunkTokens back to back for `run_s`, each timed on the host.
 std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream,
-                                 std::span<const int> token_ids, int block_tokens) {
+                                 std::span<const int> token_ids, int block_tokens, double run_s) {
   std::vector<HostSequence> sequences = {
       {static_cast<int>(kThrottleChunkTokens), 0,
        std::vector<int>(static_cast<size_t>(pages_for(kThrottleChunkTokens, block_tokens)))}};
@@ -125,7 +125,7 @@ std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream
   std::this_thread::sleep_for(std::chrono::seconds(2));
   std::vector<double> seconds;
   const auto begin = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < 4.0) {
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < run_s) {
     const auto start = std::chrono::steady_clock::now();
     forward.step(sequences, tokens);
     KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
@@ -174,7 +174,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 }  // namespace
 
 StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap,
-                        bool with_throttle_run) {
+                        double throttle_run_s) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -190,8 +190,8 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   append_prompt_tokens(token_ids, 0, 0, forward.config().max_step_tokens, shape.vocab);
   StepProbe probe;
   double cooling_cap_s = 0;
-  if (with_throttle_run) {
-    probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens);
+  if (throttle_run_s > 0) {
+    probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens, throttle_run_s);
     cooling_cap_s = fit_throttle(probe.throttle_seconds).onset_s;
   }
   GapBeforeStep before_each(gap, cooling_cap_s, forward, stream.get(), block_tokens);
@@ -214,7 +214,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-StepProbe measure_steps(const TransformerShape&, int, StepGap, bool) {
+StepProbe measure_steps(const TransformerShape&, int, StepGap, double) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

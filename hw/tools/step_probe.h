@@ -27,17 +27,18 @@ namespace kvtier::hw {
 bool step_probe_available();
 struct StepProbe {
   // With the throttle run: back-to-back prefill chunks of kThrottleChunkTokens from a cool GPU (after 2 s
-  // idle), each one's time, for 4 s: what the GPU's power throttle does to a sustained load (fit_throttle).
+  // idle), each one's time, for the run's seconds: what the GPU's power throttle does to a sustained load
+  // (fit_throttle).
   std::vector<double> throttle_seconds;
   std::vector<StepSample> steps;  // the probe's steps with their measured seconds
 };
 inline constexpr int64_t kThrottleChunkTokens = 4096;
 
-// The throttle run when `throttle_run` says so, then the probe's steps, every timed run after `gap`. With
+// The throttle run of `throttle_run_s` seconds (none at 0), then the probe's steps, every timed run after `gap`. With
 // the throttle run, a gap of more than 0 is lengthened to let the GPU cool from the run before (by the
 // run's own time, up to the throttle's onset), so that every run starts cool, as the step fit then takes
 // them. Throws std::runtime_error without a forward pass.
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, bool throttle_run);
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, double throttle_run_s);
 // How the forward pass's attention cuts its launches on this device (attention.h), for the attention fit;
 // nullopt without a forward pass or where the cost model does not describe the kernel (HIP).
 std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens);
