@@ -85,7 +85,7 @@ double StoreBackend::seconds(std::chrono::steady_clock::time_point t) const {
   return std::chrono::duration<double>(t - start_).count();
 }
 
-LoadHandle StoreBackend::start_load(std::span<const double>) {
+LoadHandle StoreBackend::start_load(std::span<const double>, uint64_t) {
   return next_load_++;
 }
 
@@ -93,7 +93,7 @@ LoadHandle StoreBackend::start_load(std::span<const double>) {
 // start to the last end; each stored block a row of its own, spanning its copies (one, or two through a
 // staging page). A copy's span is that of the batched call it ran in.
 template <typename Call>
-void StoreBackend::logged(Call&& call) {
+void StoreBackend::logged(int64_t cause, Call&& call) {
   const MovedTotals before = moved(store_.cache());
   const double start = now();
   call();
@@ -110,7 +110,7 @@ void StoreBackend::logged(Call&& call) {
       const double load_bytes = after.loads[i].bytes - before.loads[i].bytes;
       const std::vector<Span>& blocks = spans[i];
       if (load_bytes > 0)
-        transfers_.push_back({path, load_bytes, seconds(earliest(blocks)), seconds(latest(blocks))});
+        transfers_.push_back({path, load_bytes, seconds(earliest(blocks)), seconds(latest(blocks)), cause});
       const int64_t stored = after.stores[i].blocks - before.stores[i].blocks;
       if (stored > 0 && static_cast<size_t>(stored) != blocks.size()) {
         throw std::logic_error("tiered store: " + std::to_string(stored) + " blocks stored on " + path +
@@ -119,7 +119,7 @@ void StoreBackend::logged(Call&& call) {
       const double block_bytes = stored > 0 ? (after.stores[i].bytes - before.stores[i].bytes) / static_cast<double>(stored) : 0;
       for (int64_t b = 0; b < stored; ++b)
         transfers_.push_back({path, block_bytes, seconds(blocks[static_cast<size_t>(b)].start),
-                              seconds(blocks[static_cast<size_t>(b)].end)});
+                              seconds(blocks[static_cast<size_t>(b)].end), cause});
       any = any || load_bytes > 0 || stored > 0;
     }
   }
@@ -134,7 +134,7 @@ void StoreBackend::cache_admitted(uint64_t request_id, std::span<const uint64_t>
                                   "tier's hits) is not supported by the hardware store yet");
     }
   }
-  logged([&] {
+  logged(static_cast<int64_t>(request_id), [&] {
     StoreAdmission admission = store_.admit(block_ids);
     if (!admission.admitted) {
       throw std::logic_error("tiered store: request " + std::to_string(request_id) +
@@ -147,14 +147,14 @@ void StoreBackend::cache_admitted(uint64_t request_id, std::span<const uint64_t>
 void StoreBackend::cache_released(uint64_t request_id) {
   auto admission = admissions_.find(request_id);
   if (admission == admissions_.end()) throw std::logic_error("tiered store: release of a request never admitted");
-  logged([&] { store_.release(admission->second); });
+  logged(static_cast<int64_t>(request_id), [&] { store_.release(admission->second); });
   admissions_.erase(admission);
   if (on_release_) on_release_(request_id);
 }
 
 void StoreBackend::cache_capacity_set(int tier, int64_t bytes) {
   if (tier != 0) throw std::logic_error("tiered store: only HBM's capacity changes at run time");
-  logged([&] {
+  logged(kNoRequest, [&] {
     if (!store_.set_hbm_capacity(bytes)) {
       throw std::logic_error("tiered store: HBM's pinned blocks do not fit where the cache model's do");
     }

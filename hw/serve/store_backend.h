@@ -32,11 +32,11 @@ class StoreBackend : public ServingBackend {
 
   double now() const override;
   // The load's copies ran in cache_admitted(): every load has landed when it starts.
-  LoadHandle start_load(std::span<const double> bytes_by_tier) override;
+  LoadHandle start_load(std::span<const double> bytes_by_tier, uint64_t request_id) override;
   bool load_done(LoadHandle) override { return true; }
   void cancel_load(LoadHandle) override {}
   // Stores ran with the cache call that caused them.
-  void start_store(int, int, double) override {}
+  void start_store(int, int, double, int64_t) override {}
 
   void cache_admitted(uint64_t request_id, std::span<const uint64_t> block_ids,
                       const std::vector<bool>& recompute_tier) override;
@@ -54,9 +54,9 @@ class StoreBackend : public ServingBackend {
   double transfer_seconds() const { return transfer_seconds_; }
 
  private:
-  // Runs a store call, then logs what it moved.
+  // Runs a store call, then logs what it moved, as for the request `cause` (kNoRequest: for none).
   template <typename Call>
-  void logged(Call&& call);
+  void logged(int64_t cause, Call&& call);
   // A time of the steady clock on the run's clock.
   double seconds(std::chrono::steady_clock::time_point t) const;
 

@@ -176,7 +176,8 @@ class SlowCopies : public HostMemoryPages {
 };
 
 // An admission that offloads two blocks to make room and reloads two: each stored block's row lasts the one
-// batched offload (both rows the same span), the load's row the batched reload after it, not the whole call.
+// batched offload (both rows the same span), the load's row the batched reload after it, not the whole call;
+// all three rows are for the admitted request.
 TEST(StoreBackend, EachRowSpansTheBatchedCopiesThatMovedIt) {
   const std::vector<TierSpec> tiers = {tier(Medium::kHbm, 2), tier(Medium::kDram, 4)};
   SlowCopies device(2 + kSpare, kPageBytes);
@@ -208,6 +209,7 @@ TEST(StoreBackend, EachRowSpansTheBatchedCopiesThatMovedIt) {
   EXPECT_GE(rows[0].start_s, rows[1].end_s) << "a batch offloads before it reloads";
   EXPECT_GE(rows[1].start_s, call_start);
   EXPECT_LE(rows[0].end_s, call_end);
+  for (const TransferRecord& row : rows) EXPECT_EQ(row.request, 3) << "request 3's admission moved them";
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ Table variant_table(const VariantComparison& v) {
   for (const auto& l : v.links)
     table.add_row({"bytes " + l.link, format_bytes(l.predicted), format_bytes(l.measured), ""});
   for (const auto& p : v.transfers.value_or(std::vector<validation::PathTransfers>{})) {
-    table.add_row({"transfer time " + p.path + " (" + std::to_string(p.paired) + " paired)",
+    table.add_row({"transfer time " + p.path + " (" + std::to_string(p.paired) + " paired by " +
+                       (v.transfers_by_request ? "request" : "order") + ")",
                    format_duration(p.predicted_seconds), format_duration(p.measured_seconds),
                    unsigned_percent(p.median_abs_error)});
     table.add_row(

@@ -56,7 +56,8 @@ void TransfersCsvWriter::close() {
   while (!held_.empty()) write_next();
 }
 
-// The earliest held transfers' rows: path,bytes,start_s,end_s, numbers in their shortest exact form.
+// The earliest held transfers' rows: path,bytes,start_s,end_s,request, numbers in their shortest exact
+// form.
 void TransfersCsvWriter::write_next() {
   const Held& held = held_.top();
   for (const TransferRecord& t : held.transfers) {
@@ -68,6 +69,8 @@ void TransfersCsvWriter::write_next() {
     append_shortest(row_, t.start_s);
     row_ += ',';
     append_shortest(row_, t.end_s);
+    row_ += ',';
+    append_integer(row_, t.request);
     row_ += '\n';
     out_.write(row_.data(), static_cast<std::streamsize>(row_.size()));
   }

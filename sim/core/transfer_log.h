@@ -4,15 +4,18 @@
 // (validate/compare/transfers_csv.h); so the record and the writer live here, with neither SimGrid nor a
 // GPU runtime.
 //
-//   path,bytes,start_s,end_s
-//   dram->hbm,262144,0.01,0.03
+//   path,bytes,start_s,end_s,request
+//   dram->hbm,262144,0.01,0.03,7
 //
 // path names where the bytes went, `<from tier>-><to tier>` with the cache's tier names (any name without
 // commas, quotes or line breaks; both runs must use the same names); bytes is the size of the copy as the
 // link carries it; start_s and end_s are seconds on the run's clock (the clock of requests.csv). Rows are
 // in the order the transfers started: start_s never decreases, so that the k-th transfer on a path of one
 // run is matched with the k-th of the other. Numbers are written in the shortest form that reads back to
-// the same double, so sums of bytes compare exactly.
+// the same double, so sums of bytes compare exactly. request is the id (requests.csv's) of the request
+// whose cache operation moved the bytes: its admission's loads and evictions, its release's stores; -1
+// where none did (HBM's cache area shrinking as decode KV grows). Both engines run the same scheduler, so
+// a request's transfers are the same work in both, and `kvtier validate` pairs them by request.
 #pragma once
 
 #include <cstdint>
@@ -24,13 +27,15 @@
 namespace kvtier {
 
 inline constexpr const char* kTransfersFile = "transfers.csv";
-inline constexpr const char* kTransfersHeader = "path,bytes,start_s,end_s";
+inline constexpr const char* kTransfersHeader = "path,bytes,start_s,end_s,request";
+inline constexpr int64_t kNoRequest = -1;
 
 struct TransferRecord {
   std::string path;
   double bytes = 0;
   double start_s = 0;
   double end_s = 0;
+  int64_t request = kNoRequest;
 
   double seconds() const { return end_s - start_s; }
 };

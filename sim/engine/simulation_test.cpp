@@ -150,7 +150,8 @@ TEST(Simulation, BackToBackPrefillsSlowDownAfterTheThrottlesOnset) {
 }
 
 // transfers.csv of the same three requests: C's load of A's 6 blocks from DRAM is one row, timed as by
-// hand; every store is a row, and the stores' bytes are what the D2H link carried.
+// hand and named for C (request 2); every store is a row, and the stores' bytes are what the D2H link
+// carried; the demotions that B's admission made are named for B (request 1).
 TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
   std::string trace = temp_file("kvtier_sim_transfers.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
                                                                   mooncake_line(100000, 20 * 512, 100, 20) +
@@ -162,17 +163,18 @@ TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
   std::ifstream in(out + "/transfers.csv");
   std::string line;
   std::getline(in, line);
-  ASSERT_EQ(line, "path,bytes,start_s,end_s");
+  ASSERT_EQ(line, "path,bytes,start_s,end_s,request");
   std::vector<std::vector<std::string>> loads, stores;
   while (std::getline(in, line)) {
     std::vector<std::string> row = split(line);
-    ASSERT_EQ(row.size(), 4u) << line;
+    ASSERT_EQ(row.size(), 5u) << line;
     (row[0] == "dram->hbm" ? loads : stores).push_back(row);
   }
   const double block = 512.0 * 131072;
   ASSERT_EQ(loads.size(), 1u);
   EXPECT_EQ(std::stod(loads[0][1]), 6 * block);
   EXPECT_EQ(std::stod(loads[0][2]), 200.0);  // C arrives at 200 s to an idle instance
+  EXPECT_EQ(loads[0][4], "2");
   EXPECT_NEAR(std::stod(loads[0][3]) - 200.0, 2.8e-6 + 6 * block / 55e9, 1e-9);
 
   double stored = 0, d2h = 0;
@@ -197,6 +199,7 @@ TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
     EXPECT_NEAR(std::stod(stores[i][2]), 100 + prefill_by_hand(0, 8192), 1e-6);
     EXPECT_NEAR(std::stod(stores[i][3]) - std::stod(stores[i][2]), 2.8e-6 + 5 * block / 55e9, 1e-9);
   }
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(stores[i][4], "1") << i;
   EXPECT_EQ(static_cast<int64_t>(stores.size()), store_events);
   EXPECT_GT(stored, 0);
   EXPECT_EQ(stored, d2h);

@@ -221,10 +221,12 @@ void Scheduler::choose_loads(Sequence& seq) {
 // write-throughs into stores nobody waits for. The link carries the lower tier's layout; the GPU converts
 // to and from HBM's layout, which the next step pays for.
 void Scheduler::start_transfers(Sequence* waiter) {
+  const int64_t cause = waiter != nullptr ? static_cast<int64_t>(waiter->request.id) : kNoRequest;
   load_bytes_.assign(tier_count(), 0);
   if (config_.shared_tier != nullptr) load_from_shared_tier(waiter);
   for (const CacheEvent& e : events_->events) {
-    if (e.kind == CacheEventKind::kPlace && config_.shared_tier != nullptr) write_to_shared_tier(e.block);
+    if (e.kind == CacheEventKind::kPlace && config_.shared_tier != nullptr)
+      write_to_shared_tier(e.block, cause);
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
     if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
     bool converts = cache_.tier(e.from_tier).layout != cache_.tier(e.to_tier).layout &&
@@ -239,11 +241,11 @@ void Scheduler::start_transfers(Sequence* waiter) {
       load_bytes_[e.from_tier] += bytes;
       continue;
     }
-    backend_.start_store(e.from_tier, e.to_tier, bytes);
+    backend_.start_store(e.from_tier, e.to_tier, bytes, cause);
   }
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
-    waiter->load = backend_.start_load(load_bytes_);
+    waiter->load = backend_.start_load(load_bytes_, waiter->request.id);
   waiter->load_started_s = backend_.now();
   waiter->load_weights.assign(load_bytes_.size(), 0);
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
@@ -266,11 +268,11 @@ void Scheduler::load_from_shared_tier(const Sequence* waiter) {
 }
 
 // A block placed in HBM is written through to the shared tier, unless it holds the block already.
-void Scheduler::write_to_shared_tier(uint64_t block) {
+void Scheduler::write_to_shared_tier(uint64_t block, int64_t cause) {
   if (!config_.shared_tier->store(block)) return;
   convert_shared(1, false);
   backend_.start_store(0, cache_.tier_count(),
-                       static_cast<double>(config_.shared_tier->spec().bytes_per_block()));
+                       static_cast<double>(config_.shared_tier->spec().bytes_per_block()), cause);
 }
 
 // The GPU's time converting `blocks` between the shared tier's layout and HBM's, when they differ.

@@ -133,7 +133,7 @@ class Scheduler {
   int tier_count() const { return cache_.tier_count() + (config_.shared_tier != nullptr ? 1 : 0); }
   const KvLayout& layout_of(int tier) const;
   void load_from_shared_tier(const Sequence* waiter);
-  void write_to_shared_tier(uint64_t block);
+  void write_to_shared_tier(uint64_t block, int64_t cause);
   void convert_shared(double blocks, bool load);
 
   SchedulerConfig config_;

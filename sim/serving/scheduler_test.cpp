@@ -62,23 +62,25 @@ class FakeBackend : public ServingBackend {
  public:
   struct Load {
     std::vector<double> bytes_by_tier;
+    uint64_t request_id = 0;
     bool done = false;
     bool cancelled = false;
   };
   struct Store {
     int from_tier, to_tier;
     double bytes;
+    int64_t cause;
   };
 
   double now() const override { return clock; }
-  LoadHandle start_load(std::span<const double> bytes_by_tier) override {
-    loads.push_back({{bytes_by_tier.begin(), bytes_by_tier.end()}});
+  LoadHandle start_load(std::span<const double> bytes_by_tier, uint64_t request_id) override {
+    loads.push_back({{bytes_by_tier.begin(), bytes_by_tier.end()}, request_id});
     return static_cast<LoadHandle>(loads.size() - 1);
   }
   bool load_done(LoadHandle load) override { return loads.at(load).done; }
   void cancel_load(LoadHandle load) override { loads.at(load).cancelled = true; }
-  void start_store(int from_tier, int to_tier, double bytes) override {
-    stores.push_back({from_tier, to_tier, bytes});
+  void start_store(int from_tier, int to_tier, double bytes, int64_t cause) override {
+    stores.push_back({from_tier, to_tier, bytes, cause});
   }
   // A received KV is a load of no bytes from the tiers.
   LoadHandle receive_prefilled_kv(uint64_t request_id) override {
@@ -413,10 +415,12 @@ TEST(Scheduler, EvictionsBecomeStoresAndConversionsLengthenTheNextStep) {
   h.scheduler->decide();
   ASSERT_EQ(h.backend.loads.size(), 1u);
   EXPECT_EQ(h.backend.loads[0].bytes_by_tier, (std::vector<double>{0, 64}));
+  EXPECT_EQ(h.backend.loads[0].request_id, 7u);
   double stored = 0;
   for (const FakeBackend::Store& s : h.backend.stores) {
     EXPECT_EQ(s.from_tier, 0);
     EXPECT_EQ(s.to_tier, 1);
+    EXPECT_EQ(s.cause, 7) << "request 7's admission made the room";
     stored += s.bytes;
   }
   EXPECT_EQ(stored, 80);
@@ -483,6 +487,26 @@ TEST(Scheduler, DecodeKvGrowthPreemptsTheNewestRequest) {
   EXPECT_EQ(d.step.decodes.size(), 1u);
   EXPECT_EQ(d.step.decodes[0].request_id, 0u);
   EXPECT_TRUE(d.step.prefills.empty());
+}
+
+// A demotion forced by decode KV shrinking HBM's cache area is for no request. HBM holds 4 blocks (128 B):
+// A pins 2 beside cached block 1; its decode KV grows 8 B a step, so after its fifth decode 88 B are left,
+// 2 blocks, and block 1 goes to DRAM.
+TEST(Scheduler, ADemotionOfTheCacheAreaShrinkingIsForNoRequest) {
+  Harness h({tier("hbm", 4), tier("dram", 100)});
+  Admission a;
+  h.cache.admit(std::vector<uint64_t>{1}, a);
+  h.cache.release(a);
+  h.driver.add(request(0, 100, 2, 10));
+  h.start();
+  h.decide_and_run();  // prefill and the first token
+  for (int decode = 1; decode <= 4; ++decode) h.decide_and_run();
+  EXPECT_TRUE(h.backend.stores.empty());
+  h.decide_and_run();
+  ASSERT_EQ(h.backend.stores.size(), 1u);
+  EXPECT_EQ(h.backend.stores[0].from_tier, 0);
+  EXPECT_EQ(h.backend.stores[0].to_tier, 1);
+  EXPECT_EQ(h.backend.stores[0].cause, kNoRequest);
 }
 
 TEST(Scheduler, ARequestThatOutgrowsHbmRunningAloneIsRejectedNotRequeued) {

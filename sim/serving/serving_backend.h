@@ -20,6 +20,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "sim/core/transfer_log.h"
+
 namespace kvtier {
 
 using LoadHandle = int64_t;
@@ -30,9 +32,9 @@ class ServingBackend {
 
   // Seconds since the serving started.
   virtual double now() const = 0;
-  // Starts bringing bytes_by_tier[t] bytes (in tier t's layout) from each lower tier t into HBM; index 0
-  // is unused and at least one entry is positive.
-  virtual LoadHandle start_load(std::span<const double> bytes_by_tier) = 0;
+  // Starts bringing bytes_by_tier[t] bytes (in tier t's layout) from each lower tier t into HBM for the
+  // request `request_id`'s admission; index 0 is unused and at least one entry is positive.
+  virtual LoadHandle start_load(std::span<const double> bytes_by_tier, uint64_t request_id) = 0;
   // Whether every transfer of the load has finished. Once it returns true the handle is spent: the
   // scheduler neither asks about it again nor cancels it.
   virtual bool load_done(LoadHandle load) = 0;
@@ -45,8 +47,10 @@ class ServingBackend {
     throw std::logic_error("this serving backend cannot receive KV prefilled elsewhere");
   }
   // Queues a background copy from one tier to another, of `bytes` as the link carries them: a copy out of
-  // HBM in the destination's layout (the GPU converts it first), any other in the source's.
-  virtual void start_store(int from_tier, int to_tier, double bytes) = 0;
+  // HBM in the destination's layout (the GPU converts it first), any other in the source's. `cause` is the
+  // id of the request whose admission made the room or placed the block, or kNoRequest
+  // (sim/core/transfer_log.h) for an eviction of HBM's cache area shrinking.
+  virtual void start_store(int from_tier, int to_tier, double bytes, int64_t cause) = 0;
 
   // The cache admitted a request's blocks (reported before the admission's transfers start). Under the
   // load policy `breakeven`, hits of the tiers flagged in recompute_tier are recomputed, not loaded.

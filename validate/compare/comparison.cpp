@@ -220,31 +220,59 @@ std::vector<LinkComparison> compare_links(const VariantRun& predicted, const Var
   return links;
 }
 
-// Per path, the k-th transfer of one run against the k-th of the other.
-std::vector<PathTransfers> compare_transfers(const std::vector<TransferRecord>& predicted,
-                                             const std::vector<TransferRecord>& measured) {
-  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> by_path;
-  std::map<std::string, std::pair<double, double>> bytes;
-  for (const TransferRecord& t : predicted) {
-    by_path[t.path].first.push_back(t.seconds());
-    bytes[t.path].first += t.bytes;
+// A transfer's twin is found by its path and the request it was for (kNoRequest's key for none).
+using TransferKey = std::pair<std::string, std::pair<int64_t, int64_t>>;
+constexpr std::pair<int64_t, int64_t> kNoRequestKey{-2, -2};
+
+// Each transfer's seconds under its key, in file order. Without `by_request`, every transfer has its
+// path's no-request key, so that a path's transfers pair by order alone.
+std::map<TransferKey, std::vector<double>> transfer_times(const VariantRun& run, bool by_request) {
+  std::map<uint64_t, std::pair<int64_t, int64_t>> request_key;
+  if (by_request) {
+    for (const RequestTimes& r : run.requests) request_key.emplace(r.id, pairing_key(r));
   }
-  for (const TransferRecord& t : measured) {
-    by_path[t.path].second.push_back(t.seconds());
-    bytes[t.path].second += t.bytes;
+  std::map<TransferKey, std::vector<double>> times;
+  for (const TransferRecord& t : run.transfers->rows) {
+    const bool named = by_request && t.request != kNoRequest;
+    times[{t.path, named ? request_key.at(static_cast<uint64_t>(t.request)) : kNoRequestKey}].push_back(
+        t.seconds());
+  }
+  return times;
+}
+
+// Per path, each transfer of one run against its twin in the other: when both files name requests, the
+// k-th transfer on the path for a request against the k-th for the same request of the other run (paired
+// as the requests are), transfers for no request by order; otherwise the k-th of a path against the k-th.
+std::vector<PathTransfers> compare_transfers(const VariantRun& predicted, const VariantRun& measured,
+                                             bool by_request) {
+  std::map<std::string, PathTransfers> by_path;
+  auto entry = [&](const std::string& path) -> PathTransfers& {
+    PathTransfers& p = by_path[path];
+    p.path = path;
+    return p;
+  };
+  for (const TransferRecord& t : predicted.transfers->rows) {
+    PathTransfers& p = entry(t.path);
+    ++p.predicted_count, p.predicted_seconds += t.seconds(), p.predicted_bytes += t.bytes;
+  }
+  for (const TransferRecord& t : measured.transfers->rows) {
+    PathTransfers& p = entry(t.path);
+    ++p.measured_count, p.measured_seconds += t.seconds(), p.measured_bytes += t.bytes;
+  }
+  const auto p_times = transfer_times(predicted, by_request), m_times = transfer_times(measured, by_request);
+  std::map<std::string, std::vector<double>> errors;
+  for (const auto& [key, p] : p_times) {
+    auto m = m_times.find(key);
+    if (m == m_times.end()) continue;
+    for (size_t k = 0; k < std::min(p.size(), m->second.size()); ++k) {
+      if (m->second[k] > 0) errors[key.first].push_back(std::abs(relative_error(p[k], m->second[k])));
+    }
   }
   std::vector<PathTransfers> paths;
-  for (const auto& [path, times] : by_path) {
-    const auto& [p, m] = times;
-    PathTransfers c{path, p.size(), m.size(), 0, 0, bytes[path].first, bytes[path].second, 0, std::nullopt};
-    for (double s : p) c.predicted_seconds += s;
-    for (double s : m) c.measured_seconds += s;
-    std::vector<double> errors;
-    for (size_t k = 0; k < std::min(p.size(), m.size()); ++k) {
-      if (m[k] > 0) errors.push_back(std::abs(relative_error(p[k], m[k])));
-    }
-    c.paired = errors.size();
-    if (!errors.empty()) c.median_abs_error = percentile(std::move(errors), 0.5);
+  for (auto& [path, c] : by_path) {
+    std::vector<double>& e = errors[path];
+    c.paired = e.size();
+    if (!e.empty()) c.median_abs_error = percentile(std::move(e), 0.5);
     paths.push_back(std::move(c));
   }
   return paths;
@@ -327,8 +355,10 @@ VariantComparison compare_variant(const VariantRun& predicted, const VariantRun&
   v.cache_at_measured_arrivals = &cache != &predicted;
   v.hits = compare_hits(cache, measured);
   v.links = compare_links(cache, measured);
-  if (cache.transfers && measured.transfers)
-    v.transfers = compare_transfers(*cache.transfers, *measured.transfers);
+  if (cache.transfers && measured.transfers) {
+    v.transfers_by_request = cache.transfers->names_requests && measured.transfers->names_requests;
+    v.transfers = compare_transfers(cache, measured, v.transfers_by_request);
+  }
   const MetricComparison& ttft = v.metrics[kTtft];
   v.checks = {ttft_percentile_check("ttft_p50", ttft, &Percentiles::p50, t),
               ttft_percentile_check("ttft_p95", ttft, &Percentiles::p95, t),

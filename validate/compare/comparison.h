@@ -76,7 +76,7 @@ struct PathTransfers {
   size_t predicted_count = 0, measured_count = 0;
   double predicted_seconds = 0, measured_seconds = 0;  // summed over the path's transfers
   double predicted_bytes = 0, measured_bytes = 0;      // summed over the path's transfers
-  size_t paired = 0;                                   // matched by order, with positive measured time
+  size_t paired = 0;  // matched (by request, or by order) with a positive measured time
   std::optional<double> median_abs_error;
 };
 
@@ -87,6 +87,7 @@ struct VariantComparison {
   std::vector<TierHits> hits;
   std::vector<LinkComparison> links;
   std::optional<std::vector<PathTransfers>> transfers;  // absent: a run has no transfers.csv
+  bool transfers_by_request = false;                    // paired by request: both files name requests
   bool cache_at_measured_arrivals = false;              // hits, links and transfers predicted by the replay
   std::vector<RequestComparison> requests;              // predicted run's order
   std::vector<Check> checks;

@@ -26,10 +26,11 @@ RunFolder synthetic_run(const std::string& name, double skew, uint64_t seed) {
     double first = arrival + ttft(random) * noise(random);
     v.requests.push_back({i, arrival, first, first + 2.0 * noise(random), first - arrival, 4096, 200, -1, 0, i + 2});
   }
-  v.transfers.emplace();
+  v.transfers.emplace(TransferRows{{}, true});
   for (size_t i = 0; i < kRequests / 5; ++i) {
     double start = 0.15 * static_cast<double>(i);
-    v.transfers->push_back({i % 2 ? "dram->hbm" : "hbm->dram", 1 << 20, start, start + 0.01 * noise(random)});
+    v.transfers->rows.push_back({i % 2 ? "dram->hbm" : "hbm->dram", 1 << 20, start,
+                                 start + 0.01 * noise(random), static_cast<int64_t>(5 * i)});
   }
   return {name, {v}};
 }
@@ -47,7 +48,7 @@ void write_folder(const RunFolder& run, const std::filesystem::path& dir) {
              << r.ttft_s << ',' << r.input_tokens << ',' << r.output_tokens << ",1024,512\n";
   }
   std::ofstream transfers(dir / "run/transfers.csv");
-  write_transfers_csv(transfers, *run.variants[0].transfers);
+  write_transfers_csv(transfers, run.variants[0].transfers->rows);
 }
 
 void BM_CompareInMemory(benchmark::State& state) {

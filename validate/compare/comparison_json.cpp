@@ -52,6 +52,7 @@ nlohmann::json variant_json(const VariantComparison& v) {
   for (const LinkComparison& l : v.links)
     j["link_bytes"].push_back({{"link", l.link}, {"predicted", l.predicted}, {"measured", l.measured}});
   j["transfers"] = nullptr;
+  j["transfers_paired_by"] = v.transfers_by_request ? "request" : "order";
   if (v.transfers) {
     j["transfers"] = nlohmann::json::array();
     for (const PathTransfers& p : *v.transfers) {

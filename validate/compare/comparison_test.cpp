@@ -118,6 +118,46 @@ TEST(Comparison, TransferTimesPerPathByHand) {
   EXPECT_EQ(check_named(c.variants[0], "transfer_time").verdict, Verdict::kPassed);
 }
 
+// With a request column in both files, a transfer pairs with the one its request's twin made (closed-loop
+// requests by session and turn): here the measured run numbered session 1's turns the other way round and
+// made one load the prediction did not. dram->hbm pairs 0.02 s with 0.0202 s and 0.04 s with 0.0396 s, as
+// in TransferTimesPerPathByHand; by order it would pair 0.02 s with the extra load's 0.5 s. The
+// transfer for no request (hbm->dram) pairs by order: 0.1 s against 0.098 s.
+TEST(Comparison, TransfersPairByRequest) {
+  const std::filesystem::path sim = copy_fixture("sim", "by-request-sim");
+  std::ofstream(sim / "run/transfers.csv") << "path,bytes,start_s,end_s,request\n"
+                                              "dram->hbm,262144,2,2.02,2\n"
+                                              "dram->hbm,262144,3,3.04,3\n"
+                                              "hbm->dram,524288,4,4.1,-1\n";
+  const std::filesystem::path hw = copy_fixture("hw-pass", "by-request-hw");
+  ASSERT_TRUE(edit_file(hw / "run/requests.csv", "\n2,1,0,", "\n3,1,0,"));
+  ASSERT_TRUE(edit_file(hw / "run/requests.csv", "\n3,1,1,", "\n2,1,1,"));
+  std::ofstream(hw / "run/transfers.csv") << "path,bytes,start_s,end_s,request\n"
+                                             "dram->hbm,262144,1,1.5,1\n"
+                                             "dram->hbm,262144,2,2.0202,3\n"
+                                             "dram->hbm,262144,3,3.0396,2\n"
+                                             "hbm->dram,524288,4,4.098,-1\n";
+  const VariantComparison v =
+      compare_runs(read_run_folder(sim), read_run_folder(hw), Targets{}).variants.at(0);
+  EXPECT_TRUE(v.transfers_by_request);
+  ASSERT_TRUE(v.transfers.has_value());
+  ASSERT_EQ(v.transfers->size(), 2u);
+  EXPECT_EQ(v.transfers->at(0).paired, 2u);
+  EXPECT_EQ(v.transfers->at(0).measured_count, 3u);
+  EXPECT_NEAR(*v.transfers->at(0).median_abs_error, (0.0002 / 0.0202 + 0.0004 / 0.0396) / 2, kTight);
+  EXPECT_NEAR(*v.transfers->at(1).median_abs_error, 0.002 / 0.098, kTight);
+  EXPECT_EQ(check_named(v, "transfer_time").verdict, Verdict::kPassed);
+  // Without the column on one side, the same files pair by order.
+  std::ofstream(sim / "run/transfers.csv") << "path,bytes,start_s,end_s\n"
+                                              "dram->hbm,262144,2,2.02\n"
+                                              "dram->hbm,262144,3,3.04\n"
+                                              "hbm->dram,524288,4,4.1\n";
+  const VariantComparison by_order =
+      compare_runs(read_run_folder(sim), read_run_folder(hw), Targets{}).variants.at(0);
+  EXPECT_FALSE(by_order.transfers_by_request);
+  EXPECT_NEAR(*by_order.transfers->at(0).median_abs_error, (0.48 / 0.5 + 0.0198 / 0.0202) / 2, kTight);
+}
+
 // Bytes per transfer path, summed from each transfers.csv: dram->hbm 262144 + 262144 = 524288 on both
 // sides, hbm->dram 524288 on both; they must be equal, as the bytes per link must.
 TEST(Comparison, TransferBytesPerPathByHand) {
@@ -136,7 +176,7 @@ TEST(Comparison, TransferBytesPerPathByHand) {
 
 TEST(Comparison, DifferentTransferBytesMiss) {
   RunFolder measured = read_run_folder(kFixtures / "hw-pass");
-  (*measured.variants[0].transfers)[1].bytes += 4096;
+  measured.variants[0].transfers->rows[1].bytes += 4096;
   Comparison c = compare_runs(read_run_folder(kFixtures / "sim"), measured, Targets{});
   const Check& bytes = check_named(c.variants.at(0), "transfer_bytes");
   EXPECT_EQ(bytes.verdict, Verdict::kMissed);
@@ -224,7 +264,7 @@ TEST(Comparison, TheCacheReplayIsWhatHitsBytesAndTransfersAreComparedFrom) {
   predicted.variants[0].hit_tokens[1] -= 512;  // the prediction placed one block elsewhere
   predicted.variants[0].link_bytes[0].bytes += 4096;
   RunFolder replay = read_run_folder(kFixtures / "sim");
-  replay.variants[0].transfers->at(0).bytes += 1;
+  replay.variants[0].transfers->rows.at(0).bytes += 1;
   Comparison c = compare_runs(predicted, measured, Targets{}, &replay);
   const VariantComparison& v = c.variants.at(0);
   EXPECT_TRUE(v.cache_at_measured_arrivals);
@@ -251,7 +291,7 @@ TEST(Comparison, DifferentLinkBytesMiss) {
 
 TEST(Comparison, PathOnOneSideOnlyMisses) {
   RunFolder measured = read_run_folder(kFixtures / "hw-pass");
-  (*measured.variants[0].transfers)[2].path = "dram->nvme";
+  measured.variants[0].transfers->rows[2].path = "dram->nvme";
   Comparison c = compare_runs(read_run_folder(kFixtures / "sim"), measured, Targets{});
   const Check& t = check_named(c.variants.at(0), "transfer_time");
   EXPECT_EQ(t.verdict, Verdict::kMissed);

@@ -1,6 +1,7 @@
 #include "validate/compare/run_folder.h"
 
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <unordered_set>
@@ -53,6 +54,13 @@ VariantRun variant_of(const nlohmann::json& entry, const std::string& where) {
                             member(links[i], "bytes", at, T::number_float, "a byte count").get<double>()});
   }
   return v;
+}
+
+// Whether an id is one of the variant's requests.
+std::function<bool(uint64_t)> request_ids(const VariantRun& v) {
+  std::unordered_set<uint64_t> ids;
+  for (const RequestTimes& r : v.requests) ids.insert(r.id);
+  return [ids = std::move(ids)](uint64_t id) { return ids.contains(id); };
 }
 
 }  // namespace
@@ -153,7 +161,7 @@ RunFolder read_run_folder(const std::filesystem::path& dir) {
     read_requests_csv(dir / v.name / kRequestsFile, v);
     std::filesystem::path transfers = dir / v.name / kTransfersFile;
     v.transfers_file = transfers.string();
-    if (std::filesystem::exists(transfers)) v.transfers = read_transfers_csv(transfers);
+    if (std::filesystem::exists(transfers)) v.transfers = read_transfers_csv(transfers, request_ids(v));
     folder.variants.push_back(std::move(v));
   }
   if (folder.variants.empty()) throw ConfigError(summary_path.string() + ": variants: the list is empty");

@@ -50,7 +50,7 @@ struct VariantRun {
   std::vector<int64_t> hit_tokens;                 // per tier, summed over requests
   std::vector<LinkBytes> link_bytes;               // summary.json order
   std::string transfers_file;                      // path, for messages (set whether or not the file exists)
-  std::optional<std::vector<TransferRecord>> transfers;  // absent: the folder has no transfers.csv
+  std::optional<TransferRows> transfers;           // absent: the folder has no transfers.csv
 
   int64_t completed_in_window() const;
 };

@@ -45,7 +45,7 @@ TEST(RunFolder, ReadsTheFixture) {
   ASSERT_EQ(v.link_bytes.size(), 2u);
   EXPECT_EQ(v.link_bytes[1].link, "pcie_d2h_0");
   ASSERT_TRUE(v.transfers.has_value());
-  EXPECT_EQ(v.transfers->size(), 3u);
+  EXPECT_EQ(v.transfers->rows.size(), 3u);
   EXPECT_FALSE(read_run_folder(kFixtures / "hw-miss").variants[0].transfers.has_value());
 }
 
@@ -177,19 +177,44 @@ TEST(Transfers, WriterSortsByStartAndReaderReadsItBack) {
   std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-validate-transfers.csv";
   {
     std::ofstream out(path);
-    write_transfers_csv(
-        out,
-        {{"hbm->dram", 4096, 2.5, 2.75}, {"dram->hbm", 1 << 20, 0.125, 0.5}, {"dram->hbm", 8192, 2.5, 3}});
+    write_transfers_csv(out, {{"hbm->dram", 4096, 2.5, 2.75, kNoRequest},
+                              {"dram->hbm", 1 << 20, 0.125, 0.5, 3},
+                              {"dram->hbm", 8192, 2.5, 3, 12}});
   }
   std::stringstream text;
   text << std::ifstream(path).rdbuf();
   EXPECT_EQ(text.str(),
-            "path,bytes,start_s,end_s\ndram->hbm,1048576,0.125,0.5\nhbm->dram,4096,2.5,2.75\n"
-            "dram->hbm,8192,2.5,3\n");
-  std::vector<TransferRecord> back = read_transfers_csv(path);
-  ASSERT_EQ(back.size(), 3u);
-  EXPECT_EQ(back[1].path, "hbm->dram");
-  EXPECT_EQ(back[1].seconds(), 0.25);
+            "path,bytes,start_s,end_s,request\ndram->hbm,1048576,0.125,0.5,3\nhbm->dram,4096,2.5,2.75,-1\n"
+            "dram->hbm,8192,2.5,3,12\n");
+  TransferRows back = read_transfers_csv(path, [](uint64_t id) { return id == 3 || id == 12; });
+  EXPECT_TRUE(back.names_requests);
+  ASSERT_EQ(back.rows.size(), 3u);
+  EXPECT_EQ(back.rows[1].path, "hbm->dram");
+  EXPECT_EQ(back.rows[1].seconds(), 0.25);
+  EXPECT_EQ(back.rows[0].request, 3);
+  EXPECT_EQ(back.rows[1].request, kNoRequest);
+  EXPECT_EQ(back.rows[2].request, 12);
+}
+
+// A request the run does not hold is an error at its cell; a file from before the request column reads,
+// every transfer for no request.
+TEST(Transfers, RequestColumnIsCheckedAndOptional) {
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-transfers-request.csv";
+  std::ofstream(path) << "path,bytes,start_s,end_s,request\ndram->hbm,1,0,1,3\nhbm->dram,1,0.5,1,4\n";
+  try {
+    read_transfers_csv(path, [](uint64_t id) { return id == 3; });
+    FAIL() << "a transfer for request 4, which the run does not hold, was read";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path.string() + ":3:", 0), 0u) << what;
+    EXPECT_NE(what.find("column 'request'"), std::string::npos) << what;
+    EXPECT_NE(what.find("no request 4"), std::string::npos) << what;
+  }
+  std::ofstream(path) << "path,bytes,start_s,end_s\ndram->hbm,1,0,1\n";
+  TransferRows old = read_transfers_csv(path, [](uint64_t) { return false; });
+  EXPECT_FALSE(old.names_requests);
+  ASSERT_EQ(old.rows.size(), 1u);
+  EXPECT_EQ(old.rows[0].request, kNoRequest);
 }
 
 // The simulator's times are arbitrary doubles and its byte counts can pass 10^12: each number is written
@@ -271,7 +296,7 @@ TEST(Transfers, ABatchIsWrittenAsItsTransfersAddedOneByOne) {
                    [](const TransferRecord& a, const TransferRecord& b) { return a.start_s < b.start_s; });
   const std::filesystem::path path = std::filesystem::temp_directory_path() / "kvtier-transfers-batched.csv";
   std::ofstream(path) << batched.str();
-  const std::vector<TransferRecord> back = read_transfers_csv(path);
+  const std::vector<TransferRecord> back = read_transfers_csv(path, [](uint64_t) { return true; }).rows;
   ASSERT_EQ(back.size(), one_by_one.size());
   for (size_t i = 0; i < back.size(); ++i) {
     ASSERT_EQ(back[i].path, one_by_one[i].path) << "row " << i;
@@ -290,9 +315,9 @@ TEST(Transfers, NumbersReadBackExactly) {
   std::stringstream text;
   text << std::ifstream(path).rdbuf();
   EXPECT_EQ(text.str(),
-            "path,bytes,start_s,end_s\nnvme->hbm,123456789012345,0.30000000000000004,"
-            "0.3333333333333333\n");
-  std::vector<TransferRecord> back = read_transfers_csv(path);
+            "path,bytes,start_s,end_s,request\nnvme->hbm,123456789012345,0.30000000000000004,"
+            "0.3333333333333333,-1\n");
+  std::vector<TransferRecord> back = read_transfers_csv(path, [](uint64_t) { return true; }).rows;
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].bytes, bytes);
   EXPECT_EQ(back[0].start_s, start);

@@ -116,9 +116,10 @@ double ServingInstance::now() const {
   return sg4::Engine::get_clock();
 }
 
-LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier) {
+LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, uint64_t request_id) {
   Load& load = loads_[next_load_];
   load.start_s = now();
+  load.request_id = request_id;
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
     auto started = platform_.transfer(tier_media_[t], tier_media_[0], bytes_by_tier[t]);
@@ -140,8 +141,8 @@ bool ServingInstance::load_done(LoadHandle handle) {
       if (part.tier == kPrefilled) continue;
       double landed = load.start_s;
       for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
-      transfers_->add(
-          {transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s, landed});
+      transfers_->add({transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s,
+                       landed, static_cast<int64_t>(load.request_id)});
     }
   }
   loads_.erase(it);
@@ -159,13 +160,14 @@ void ServingInstance::cancel_load(LoadHandle handle) {
 LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
   Load& load = loads_[next_load_];
   load.start_s = now();
+  load.request_id = request_id;
   load.parts.push_back({kPrefilled, 0, prefilled_kv_(request_id)});
   return next_load_++;
 }
 
-void ServingInstance::start_store(int from_tier, int to_tier, double bytes) {
+void ServingInstance::start_store(int from_tier, int to_tier, double bytes, int64_t cause) {
   stores_.add(tier_media_[from_tier], tier_media_[to_tier],
-              transfer_path(tier_names_[from_tier], tier_names_[to_tier]), bytes);
+              transfer_path(tier_names_[from_tier], tier_names_[to_tier]), bytes, cause);
 }
 
 }  // namespace kvtier

@@ -62,10 +62,10 @@ class ServingInstance : private ServingBackend {
 
  private:
   double now() const override;
-  LoadHandle start_load(std::span<const double> bytes_by_tier) override;
+  LoadHandle start_load(std::span<const double> bytes_by_tier, uint64_t request_id) override;
   bool load_done(LoadHandle load) override;
   void cancel_load(LoadHandle load) override;
-  void start_store(int from_tier, int to_tier, double bytes) override;
+  void start_store(int from_tier, int to_tier, double bytes, int64_t cause) override;
   LoadHandle receive_prefilled_kv(uint64_t request_id) override;
   bool wait_for_work(const Decision& decision);
   void settle_transfers();
@@ -81,6 +81,7 @@ class ServingInstance : private ServingBackend {
   };
   struct Load {
     double start_s = 0;
+    uint64_t request_id = 0;
     std::vector<LoadPart> parts;
   };
 

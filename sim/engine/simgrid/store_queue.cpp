@@ -7,11 +7,11 @@ namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
 
-void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes) {
+void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause) {
   auto key = std::make_pair(from, to);
   Path& path = paths_[key];
   path.pending_bytes += bytes;
-  if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0});
+  if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0, cause});
   if (path.comms.empty()) start(key, path);
 }
 

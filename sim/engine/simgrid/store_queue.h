@@ -29,9 +29,9 @@ class StoreQueues {
   // Finished stores are added to `log`; with none, stores are not kept one by one.
   StoreQueues(Platform& platform, TransfersCsvWriter* log) : platform_(platform), log_(log) {}
 
-  // Queues `bytes` for the path between the media; `tier_path` names the store in transfers.csv. Starts a
-  // transfer at once if the path is idle.
-  void add(Medium from, Medium to, const std::string& tier_path, double bytes);
+  // Queues `bytes` for the path between the media; `tier_path` and `cause` (the request it is for) name the
+  // store in transfers.csv. Starts a transfer at once if the path is idle.
+  void add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause);
   // Logs the batch of every path whose transfer has finished and starts the next. Call at every engine
   // iteration.
   void pump();
