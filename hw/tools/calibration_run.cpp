@@ -4,6 +4,7 @@
 #include <map>
 
 #include "hw/tools/link_fit.h"
+#include "hw/tools/step_probe.h"
 #include "sim/core/kv_layout.h"
 
 namespace kvtier::hw {
@@ -159,6 +160,15 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
                                             {"seconds", run.throttle_seconds},
                                             {"onset_s", throttle->onset_s},
                                             {"slowdown", throttle->slowdown}};
+  }
+  if (!run.mixed_throttle_seconds.empty()) {
+    const PowerThrottle mixed = fit_throttle(run.mixed_throttle_seconds);
+    calibration.measurements["throttle_mixed"] = {{"new_tokens", kMixedThrottleStep.new_tokens},
+                                                  {"decode_sequences", kMixedThrottleStep.decode_sequences},
+                                                  {"decode_context", kMixedThrottleStep.decode_context},
+                                                  {"seconds", run.mixed_throttle_seconds},
+                                                  {"onset_s", mixed.onset_s},
+                                                  {"slowdown", mixed.slowdown}};
   }
   const StepFit fit =
       fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling, throttle);

@@ -262,6 +262,10 @@ StepCosts fit_boost_costs(const ModelCard& model, const HardwareConfig& hardware
 
 }  // namespace
 
+// Back to back from a cool GPU, GpuHeat runs the steps before the onset at the boost clock, the part of
+// the step that crosses it past the onset slowed, and every later step slowed throughout: for one onset
+// each step's cool part is fixed and its time linear in the slowdown, so the best slowdown on the 0.25 %
+// grid is the grid point nearest the least-squares one, and the search is over the onset alone.
 PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   if (seconds.size() < 8) throw std::invalid_argument("throttle fit: needs at least 8 steps");
   for (double t : seconds) {
@@ -270,16 +274,28 @@ PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   }
   const double boost = *std::min_element(seconds.begin(), seconds.begin() + 3);
   const double total = std::accumulate(seconds.begin(), seconds.end(), 0.0);
+  constexpr double kStep = 0.0025;
+  constexpr int kMostSteps = 200;
   PowerThrottle best{};
   double best_error = std::numeric_limits<double>::infinity();
-  for (int s = 0; s <= 200; ++s) {
-    const double slowdown = 1 + 0.0025 * s;
-    for (int ms = 0; ms <= static_cast<int>(total * 1e3); ++ms) {
-      GpuHeat heat({ms * 1e-3, slowdown});
-      double error = 0;
-      for (double t : seconds) error += std::pow(heat.run(boost, true) - t, 2);
-      if (error < best_error) best = {ms * 1e-3, slowdown}, best_error = error;
+  std::vector<double> cool(seconds.size());
+  for (int ms = 0; ms <= static_cast<int>(total * 1e3); ++ms) {
+    const double onset = ms * 1e-3;
+    double heat = 0, aa = 0, ab = 0;
+    for (size_t i = 0; i < seconds.size(); ++i) {
+      cool[i] = std::clamp(onset - heat, 0.0, boost);
+      heat = std::min(onset, heat + cool[i]);
+      const double slowed = boost - cool[i];
+      aa += slowed * slowed;
+      ab += slowed * (seconds[i] - cool[i]);
     }
+    const double least_squares = aa > 0 ? ab / aa : 1;
+    const int k = std::clamp(static_cast<int>(std::lround((least_squares - 1) / kStep)), 0, kMostSteps);
+    const double slowdown = 1 + kStep * k;
+    double error = 0;
+    for (size_t i = 0; i < seconds.size(); ++i)
+      error += std::pow(cool[i] + (boost - cool[i]) * slowdown - seconds[i], 2);
+    if (error < best_error) best = {onset, slowdown}, best_error = error;
   }
   return best;
 }

@@ -85,8 +85,8 @@ struct StepFit {
 // The power throttle (power_throttle.h) that best explains `seconds`: the times of back-to-back,
 // identical compute-bound steps from a cool GPU (the probe's throttle run, step_probe.h). The boost-clock
 // time is the fastest of the first three; the onset (to the millisecond) and the slowdown (to 0.25 %) are
-// searched for the least squared error of GpuHeat's times. Throws std::invalid_argument for fewer than 8
-// steps or a time that is not positive.
+// searched for the least squared error of GpuHeat's times (at most 1.5x). Throws std::invalid_argument for
+// fewer than 8 steps or a time that is not positive.
 PowerThrottle fit_throttle(const std::vector<double>& seconds);
 
 // With `throttle`, every sample is taken to start from a cool GPU: the compute-bound steps' times (and the

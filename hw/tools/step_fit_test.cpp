@@ -268,5 +268,25 @@ TEST(StepFit, TheCalibrationFileCarriesTheThrottleAndItsRun) {
   }
 }
 
+// A mixed throttle run is kept beside the throttle run, with its own fit, and leaves the step costs as the
+// throttle run alone makes them: its steps slow by 1.2x after 0.3 s, the chunks by kThrottle's.
+TEST(StepFit, TheMixedThrottleRunIsKeptWithItsFitAndChangesNoCost) {
+  const ModelOnH200 setup;
+  CalibrationRun run = synthetic_run(setup);
+  GpuHeat heat(kThrottle), mixed_heat({.onset_s = 0.3, .slowdown = 1.2});
+  for (int i = 0; i < 30; ++i) run.throttle_seconds.push_back(heat.run(0.12, true));
+  run.throttle_chunk_tokens = 4096;
+  const nlohmann::json without = nlohmann::json(summarize_calibration(run))["serving"];
+  for (int i = 0; i < 30; ++i) run.mixed_throttle_seconds.push_back(mixed_heat.run(0.14, true));
+  const nlohmann::json file = summarize_calibration(run);
+  EXPECT_EQ(file["serving"], without);
+  const nlohmann::json& mixed = file["measurements"]["throttle_mixed"];
+  EXPECT_EQ(mixed["seconds"].size(), 30u);
+  EXPECT_EQ(mixed["decode_sequences"], 32);
+  EXPECT_EQ(mixed["decode_context"], 16384);
+  EXPECT_NEAR(mixed["onset_s"].get<double>(), 0.3, 1e-3);
+  EXPECT_NEAR(mixed["slowdown"].get<double>(), 1.2, 0.0025);
+}
+
 }  // namespace
 }  // namespace kvtier::hw

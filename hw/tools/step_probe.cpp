@@ -112,28 +112,6 @@ class GapBeforeStep {
   std::chrono::steady_clock::time_point last_end_;
 };
 
-// From a cool GPU, prefill chunks of kThrottleChunkTokens back to back for `run_s`, each timed on the host.
-std::vector<double> throttle_run(TransformerForward& forward, gpuStream_t stream,
-                                 std::span<const int> token_ids, int block_tokens, double run_s) {
-  std::vector<HostSequence> sequences = {
-      {static_cast<int>(kThrottleChunkTokens), 0,
-       std::vector<int>(static_cast<size_t>(pages_for(kThrottleChunkTokens, block_tokens)))}};
-  for (size_t p = 0; p < sequences[0].pages.size(); ++p) sequences[0].pages[p] = static_cast<int>(p);
-  const auto tokens = token_ids.first(static_cast<size_t>(kThrottleChunkTokens));
-  forward.step(sequences, tokens);  // warm-up
-  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
-  std::this_thread::sleep_for(std::chrono::seconds(2));
-  std::vector<double> seconds;
-  const auto begin = std::chrono::steady_clock::now();
-  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < run_s) {
-    const auto start = std::chrono::steady_clock::now();
-    forward.step(sequences, tokens);
-    KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
-    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  return seconds;
-}
-
 // One step's sequences in the serving loop's order, each on its own run of pages from page 0 up.
 std::vector<HostSequence> step_sequences(const StepSample& step, int block_tokens) {
   std::vector<HostSequence> sequences;
@@ -149,16 +127,48 @@ std::vector<HostSequence> step_sequences(const StepSample& step, int block_token
   return sequences;
 }
 
-// Room for every step, and for the throttle run's chunks.
+// From a GPU idle for `idle_s` (after a warm-up), `sequences` as one step back to back for `run_s`, each
+// timed on the host.
+std::vector<double> back_to_back(TransformerForward& forward, gpuStream_t stream,
+                                 const std::vector<HostSequence>& sequences, std::span<const int> tokens,
+                                 double idle_s, double run_s) {
+  forward.step(sequences, tokens);  // warm-up
+  KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+  std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
+  std::vector<double> seconds;
+  const auto begin = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count() < run_s) {
+    const auto start = std::chrono::steady_clock::now();
+    forward.step(sequences, tokens);
+    KVTIER_GPU_CHECK(gpuStreamSynchronize(stream));
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  return seconds;
+}
+
+// The throttle run, and the mixed one when asked for (StepProbe).
+void throttle_runs(TransformerForward& forward, gpuStream_t stream, std::span<const int> token_ids,
+                   int block_tokens, ThrottleRuns runs, StepProbe& probe) {
+  const StepSample chunk{.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens};
+  probe.throttle_seconds =
+      back_to_back(forward, stream, step_sequences(chunk, block_tokens),
+                   token_ids.first(static_cast<size_t>(chunk.work().tokens())), 2.0, runs.seconds);
+  if (!runs.mixed) return;
+  probe.mixed_throttle_seconds =
+      back_to_back(forward, stream, step_sequences(kMixedThrottleStep, block_tokens),
+                   token_ids.first(static_cast<size_t>(kMixedThrottleStep.work().tokens())),
+                   std::max(2.0, runs.seconds), runs.seconds);
+}
+
+// Room for every one of `steps`.
 ForwardConfig forward_config(const TransformerShape& shape, const std::vector<StepSample>& steps,
                              int64_t kv_tokens, int block_tokens) {
-  ForwardConfig config{
-      .shape = shape,
-      .block_tokens = block_tokens,
-      .kv_pages = kv_tokens / block_tokens,
-      .max_step_tokens = static_cast<int>(kThrottleChunkTokens),
-      .max_sequences = 1,
-      .max_pages_per_sequence = static_cast<int>(pages_for(kThrottleChunkTokens, block_tokens))};
+  ForwardConfig config{.shape = shape,
+                       .block_tokens = block_tokens,
+                       .kv_pages = kv_tokens / block_tokens,
+                       .max_step_tokens = 1,
+                       .max_sequences = 1,
+                       .max_pages_per_sequence = 1};
   for (const StepSample& s : steps) {
     config.max_step_tokens = std::max(config.max_step_tokens, static_cast<int>(s.work().tokens()));
     config.max_sequences =
@@ -173,8 +183,7 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap,
-                        double throttle_run_s) {
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
@@ -183,15 +192,22 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
     return step_sequences(step, block_tokens).back().pages.back() >= kv_tokens / block_tokens;
   });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
+  std::vector<StepSample> sized_for = steps;
+  sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
+  if (throttle.mixed) {
+    if (kMixedThrottleStep.kv_tokens() > kv_tokens)
+      throw std::runtime_error("step probe: HBM holds too little KV for the mixed throttle run's step");
+    sized_for.push_back(kMixedThrottleStep);
+  }
   gpu::Stream stream;
-  TransformerForward forward(forward_config(shape, steps, kv_tokens, block_tokens), stream.get());
+  TransformerForward forward(forward_config(shape, sized_for, kv_tokens, block_tokens), stream.get());
   KVTIER_GPU_CHECK(gpuStreamSynchronize(stream.get()));
   std::vector<int> token_ids;
   append_prompt_tokens(token_ids, 0, 0, forward.config().max_step_tokens, shape.vocab);
   StepProbe probe;
   double cooling_cap_s = 0;
-  if (throttle_run_s > 0) {
-    probe.throttle_seconds = throttle_run(forward, stream.get(), token_ids, block_tokens, throttle_run_s);
+  if (throttle.seconds > 0) {
+    throttle_runs(forward, stream.get(), token_ids, block_tokens, throttle, probe);
     cooling_cap_s = fit_throttle(probe.throttle_seconds).onset_s;
   }
   GapBeforeStep before_each(gap, cooling_cap_s, forward, stream.get(), block_tokens);
@@ -214,7 +230,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-StepProbe measure_steps(const TransformerShape&, int, StepGap, double) {
+StepProbe measure_steps(const TransformerShape&, int, StepGap, ThrottleRuns) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

@@ -30,15 +30,31 @@ struct StepProbe {
   // idle), each one's time, for the run's seconds: what the GPU's power throttle does to a sustained load
   // (fit_throttle).
   std::vector<double> throttle_seconds;
+  // With the mixed throttle run: kMixedThrottleStep back to back the same way, after as long idle as the
+  // throttle run ran (at least 2 s). Whether a step that also reads much KV throttles more than the chunk
+  // alone: the decodes' HBM traffic draws power that the chunk's GEMMs then lack.
+  std::vector<double> mixed_throttle_seconds;
   std::vector<StepSample> steps;  // the probe's steps with their measured seconds
 };
 inline constexpr int64_t kThrottleChunkTokens = 4096;
+// A chunk beside 32 decodes of 16K tokens of context: 512K tokens of KV read each step, as an overloaded
+// instance's mixed steps read (its decodes' contexts fill HBM).
+inline constexpr StepSample kMixedThrottleStep{.prefill_sequences = 1,
+                                               .new_tokens = kThrottleChunkTokens,
+                                               .decode_sequences = 32,
+                                               .decode_context = 16384};
 
-// The throttle run of `throttle_run_s` seconds (none at 0), then the probe's steps, every timed run after `gap`. With
-// the throttle run, a gap of more than 0 is lengthened to let the GPU cool from the run before (by the
-// run's own time, up to the throttle's onset), so that every run starts cool, as the step fit then takes
-// them. Throws std::runtime_error without a forward pass.
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, double throttle_run_s);
+// The back-to-back runs before the probe's steps: `seconds` each (none at 0), the mixed one when asked.
+struct ThrottleRuns {
+  double seconds = 0;
+  bool mixed = false;
+};
+
+// The throttle runs, then the probe's steps, every timed run after `gap`. With a throttle run, a gap of
+// more than 0 is lengthened to let the GPU cool from the run before (by the run's own time, up to the
+// throttle's onset), so that every run starts cool, as the step fit then takes them. Throws
+// std::runtime_error without a forward pass.
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle);
 // How the forward pass's attention cuts its launches on this device (attention.h), for the attention fit;
 // nullopt without a forward pass or where the cost model does not describe the kernel (HIP).
 std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens);
