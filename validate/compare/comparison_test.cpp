@@ -137,8 +137,10 @@ TEST(Comparison, TransfersPairByRequest) {
                                              "dram->hbm,262144,2,2.0202,3\n"
                                              "dram->hbm,262144,3,3.0396,2\n"
                                              "hbm->dram,524288,4,4.098,-1\n";
-  const VariantComparison v =
-      compare_runs(read_run_folder(sim), read_run_folder(hw), Targets{}).variants.at(0);
+  auto compare = [&] {
+    return compare_runs(read_run_folder(sim), read_run_folder(hw), Targets{}).variants.at(0);
+  };
+  const VariantComparison v = compare();
   EXPECT_TRUE(v.transfers_by_request);
   ASSERT_TRUE(v.transfers.has_value());
   ASSERT_EQ(v.transfers->size(), 2u);
@@ -152,8 +154,7 @@ TEST(Comparison, TransfersPairByRequest) {
                                               "dram->hbm,262144,2,2.02\n"
                                               "dram->hbm,262144,3,3.04\n"
                                               "hbm->dram,524288,4,4.1\n";
-  const VariantComparison by_order =
-      compare_runs(read_run_folder(sim), read_run_folder(hw), Targets{}).variants.at(0);
+  const VariantComparison by_order = compare();
   EXPECT_FALSE(by_order.transfers_by_request);
   EXPECT_NEAR(*by_order.transfers->at(0).median_abs_error, (0.48 / 0.5 + 0.0198 / 0.0202) / 2, kTight);
 }
