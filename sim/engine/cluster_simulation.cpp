@@ -190,26 +190,28 @@ nlohmann::json pool_json(const SharedPool& pool) {
           {"hit_blocks", pool.hit_blocks()}};
 }
 
-}  // namespace
-
-nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& options) {
-  const std::unique_ptr<sg4::Engine> engine = quiet_engine();
-  const ClusterSpec& cluster = *s.cluster;
-  const HardwareConfig hardware = platform_hardware(s, options.free_transfers);
-
-  // Every node in one zone, and the router's host and every node's one link away from each node, with
-  // neither latency nor a limit that a message of no bytes would feel (the router and a prefill replica
-  // ring replicas elsewhere).
-  sg4::NetZone* zone = sg4::create_full_zone("cluster");
+// The cluster's hosts and links. Every node in one zone, and the router's host and every node's one link
+// away from each node, with neither latency nor a limit that a message of no bytes would feel (the router
+// and a prefill replica ring replicas elsewhere); with a pool or disaggregation, the network between the
+// nodes (and the pool's).
+struct ClusterPlatform {
   std::vector<std::shared_ptr<const NodeZone>> nodes;
-  sg4::Host* router_host = zone->create_host("router", 1.0)->seal();
+  sg4::Host* router_host = nullptr;
+  std::unique_ptr<Fabric> network;
+};
+
+ClusterPlatform build_platform(const ClusterSpec& cluster, const HardwareConfig& hardware) {
+  ClusterPlatform platform;
+  sg4::NetZone* zone = sg4::create_full_zone("cluster");
+  std::vector<std::shared_ptr<const NodeZone>>& nodes = platform.nodes;
+  platform.router_host = zone->create_host("router", 1.0)->seal();
   sg4::Link* router_link = zone->create_link("router", 1e30)->seal();
   for (int n = 0; n < cluster.nodes(); ++n) {
     std::string prefix = "n";  // built in steps: GCC 12 misreads "n" + to_string(n) + "." (-Wrestrict)
     prefix += std::to_string(n);
     prefix += '.';
     nodes.push_back(std::make_shared<const NodeZone>(zone, hardware, hardware.gpu.count, prefix));
-    std::vector<sg4::Host*> callers = {router_host};
+    std::vector<sg4::Host*> callers = {platform.router_host};
     for (size_t other = 0; cluster.disaggregation && other + 1 < nodes.size(); ++other)
       callers.push_back(nodes[other]->dram());
     for (sg4::Host* from : callers) {
@@ -217,7 +219,6 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
                       {sg4::LinkInRoute(router_link)}, true);
     }
   }
-  std::unique_ptr<Fabric> network;
   if (cluster.pool || cluster.disaggregation) {
     std::vector<std::shared_ptr<const NodeZone>> fabric_nodes = nodes;  // the serving nodes, then the pool's
     for (int p = 0; cluster.pool && p < cluster.pool_nodes; ++p) {
@@ -226,14 +227,96 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
       prefix += '.';
       fabric_nodes.push_back(std::make_shared<const NodeZone>(zone, hardware, 0, prefix));
     }
-    network = std::make_unique<Fabric>(
+    platform.network = std::make_unique<Fabric>(
         zone, std::move(fabric_nodes), hardware,
         FabricLayout{cluster.network.nodes_per_leaf, cluster.network.uplink,
                      cluster.disaggregation.has_value(), cluster.pool_nodes, cluster.pool_medium});
   }
+  zone->seal();
+  return platform;
+}
+
+// Each replica's transfers.csv, as a lone instance's, in OUT/transfers/ (opt-out: a row per stored block).
+// Creates the output folder.
+std::vector<std::unique_ptr<TransfersFile>> open_transfer_files(const SimulationOptions& options,
+                                                                int instances) {
+  std::vector<std::unique_ptr<TransfersFile>> files;
+  if (options.out_dir.empty()) return files;
+  create_checked_folder(options.out_dir);
+  if (!options.transfers_csv) return files;
+  create_checked_folder(options.out_dir + "/transfers");
+  for (int i = 0; i < instances; ++i) {
+    std::string path = options.out_dir;  // in steps (-Wrestrict)
+    path += "/transfers/instance-";
+    path += std::to_string(i);
+    path += ".csv";
+    files.push_back(std::make_unique<TransfersFile>(path));
+  }
+  return files;
+}
+
+// The replicas of each node; with `pool_network`, each replica's platform reaches the pool through it.
+std::vector<std::vector<Replica*>> replicas_by_node(Replicas& replicas, const ClusterSpec& cluster,
+                                                    Fabric* pool_network) {
+  std::vector<std::vector<Replica*>> by_node(static_cast<size_t>(cluster.nodes()));
+  for (auto& replica : replicas) {
+    const int node = replica->index / cluster.instances_per_node;
+    if (pool_network != nullptr) replica->platform.use_pool(pool_network, node);
+    by_node[static_cast<size_t>(node)].push_back(replica.get());
+  }
+  return by_node;
+}
+
+// The replicas' steps, transfers and requests issued so far, as the summary counts events (completions
+// are the caller's).
+int64_t engine_events(Replicas& replicas) {
+  int64_t events = 0;
+  for (auto& r : replicas) {
+    const InstanceState& st = r->engine->state();
+    events +=
+        st.steps + st.transfers + r->engine->store_transfers() + static_cast<int64_t>(r->records.size());
+  }
+  return events;
+}
+
+// The run's totals over the replicas, and summary.json.
+nlohmann::json cluster_summary(const Scenario& s, const WorkloadPlan& workload, Deployment& deployment,
+                               RequestSummary& total, ClusterLinks& links, const SharedPool* pool,
+                               double end_s) {
+  TrafficTotals traffic(static_cast<int>(s.tiers.size()));
+  nlohmann::json instances = nlohmann::json::array();
+  int64_t steps = 0, transfers = 0;
+  double busy_s = 0;
+  for (auto& r : deployment.replicas) {
+    const InstanceState& st = r->engine->state();
+    steps += st.steps;
+    transfers += st.transfers + r->engine->store_transfers();
+    busy_s += st.busy_s;
+    traffic.add(r->cache.traffic());
+    instances.push_back(replica_json(*r, *s.cluster));
+  }
+  nlohmann::json summary = total.to_json(links.names(), links.started_bytes());
+  add_run_totals(summary, s, workload,
+                 {end_s, steps, transfers, busy_s, cache_traffic_json(traffic, tier_names(s))});
+  add_deployment(summary, s, deployment);
+  if (pool) summary["pool"] = pool_json(*pool);
+  if (s.cost)
+    summary["cost"] =
+        run_cost_json(s, *s.cost, run_usage(summary, links.names(), links.started_bytes(), busy_s));
+  summary["instances"] = std::move(instances);
+  return summary;
+}
+
+}  // namespace
+
+nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& options) {
+  const std::unique_ptr<sg4::Engine> engine = quiet_engine();
+  const ClusterSpec& cluster = *s.cluster;
+  const ClusterPlatform platform = build_platform(cluster, platform_hardware(s, options.free_transfers));
+  const std::vector<std::shared_ptr<const NodeZone>>& nodes = platform.nodes;
+  Fabric* network = platform.network.get();
   std::unique_ptr<SharedPool> pool;
   if (cluster.pool) pool = std::make_unique<SharedPool>(*cluster.pool);
-  zone->seal();
 
   WorkloadPlan workload =
       options.recorded_arrivals ? build_recorded_workload(s, *options.recorded_arrivals) : build_workload(s);
@@ -246,32 +329,17 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     total.add(r);
     if (files) files->requests.write(r, instance, prefill_instance);
   };
-  // Each replica's transfers.csv, as a lone instance's, in transfers/ (opt-out: a row per stored block).
-  std::vector<std::unique_ptr<TransfersFile>> transfer_files;
+  const std::vector<std::unique_ptr<TransfersFile>> transfer_files =
+      open_transfer_files(options, cluster.instances);
   std::vector<TransfersCsvWriter*> transfer_logs;
-  if (!options.out_dir.empty()) {
-    create_checked_folder(options.out_dir);
-    if (options.transfers_csv) create_checked_folder(options.out_dir + "/transfers");
-    for (int i = 0; options.transfers_csv && i < cluster.instances; ++i) {
-      std::string path = options.out_dir;  // in steps (-Wrestrict)
-      path += "/transfers/instance-";
-      path += std::to_string(i);
-      path += ".csv";
-      transfer_files.push_back(std::make_unique<TransfersFile>(path));
-      transfer_logs.push_back(&transfer_files.back()->log);
-    }
-  }
+  for (const auto& file : transfer_files) transfer_logs.push_back(&file->log);
   sg4::Mailbox* router_bell = sg4::Mailbox::by_name("router");
-  Deployment deployment(s, cost, nodes, tiers, workload.window_s, pool.get(), network.get(), *workload.driver,
+  Deployment deployment(s, cost, nodes, tiers, workload.window_s, pool.get(), network, *workload.driver,
                         router_bell, record, transfer_logs);
   Replicas& replicas = deployment.replicas;
-  std::vector<std::vector<Replica*>> by_node(nodes.size());
-  for (auto& replica : replicas) {
-    const int node = replica->index / cluster.instances_per_node;
-    if (pool) replica->platform.use_pool(network.get(), node);
-    by_node[node].push_back(replica.get());
-  }
-  ClusterLinks links(by_node, network.get());
+  const std::vector<std::vector<Replica*>> by_node =
+      replicas_by_node(replicas, cluster, pool ? network : nullptr);
+  ClusterLinks links(by_node, network);
   if (!options.out_dir.empty()) {
     files =
         std::make_unique<ClusterFiles>(options.out_dir, tiers, links.names(),
@@ -285,19 +353,13 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
         *options.progress,
         ProgressGoal{workload.requests, std::min(workload.window_s, options.progress->arrivals_end_s)});
   auto so_far = [&] {
-    int64_t events = 0;
-    for (auto& r : replicas) {
-      const InstanceState& st = r->engine->state();
-      events +=
-          st.steps + st.transfers + r->engine->store_transfers() + static_cast<int64_t>(r->records.size());
-    }
     return ProgressCount{sg4::Engine::get_clock(), total.requests_added(),
-                         events + total.requests_completed()};
+                         engine_events(replicas) + total.requests_completed()};
   };
   sg4::Mailbox* run_over = sg4::Mailbox::by_name("sampler");
   int running = cluster.instances;
   auto dispatch = [&](Request request, double now) { return deployment.dispatch(std::move(request), now); };
-  sg4::Actor::create("router", router_host,
+  sg4::Actor::create("router", platform.router_host,
                      [&] { route_requests(*workload.driver, dispatch, replicas, router_bell); });
   for (auto& replica : replicas) {
     Replica* r = replica.get();
@@ -310,7 +372,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
       if (--running == 0) ring(run_over);
     });
   }
-  sg4::Actor::create("sampler", router_host, [&] {
+  sg4::Actor::create("sampler", platform.router_host, [&] {
     sample_cluster(s, replicas, links, tiers.size(), run_over, [&](const TimeSample& t) {
       if (files) files->series.write(t);
     });
@@ -323,28 +385,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
   }
   for (auto& file : transfer_files) file->close();
   const double end_s = sg4::Engine::get_clock();
-
-  TrafficTotals traffic(static_cast<int>(s.tiers.size()));
-  nlohmann::json instances = nlohmann::json::array();
-  int64_t steps = 0, transfers = 0;
-  double busy_s = 0;
-  for (auto& r : replicas) {
-    const InstanceState& st = r->engine->state();
-    steps += st.steps;
-    transfers += st.transfers + r->engine->store_transfers();
-    busy_s += st.busy_s;
-    traffic.add(r->cache.traffic());
-    instances.push_back(replica_json(*r, cluster));
-  }
-  nlohmann::json summary = total.to_json(links.names(), links.started_bytes());
-  add_run_totals(summary, s, workload,
-                 {end_s, steps, transfers, busy_s, cache_traffic_json(traffic, tier_names(s))});
-  add_deployment(summary, s, deployment);
-  if (pool) summary["pool"] = pool_json(*pool);
-  if (s.cost)
-    summary["cost"] =
-        run_cost_json(s, *s.cost, run_usage(summary, links.names(), links.started_bytes(), busy_s));
-  summary["instances"] = std::move(instances);
+  nlohmann::json summary = cluster_summary(s, workload, deployment, total, links, pool.get(), end_s);
   if (progress) {
     progress->finish({end_s, summary["requests_issued"].get<int64_t>(), summary["events"].get<int64_t>()});
   }
