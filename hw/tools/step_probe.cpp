@@ -187,15 +187,16 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
+  auto fits = [&](const StepSample& step) {  // whole pages per sequence may need a few more than kv_tokens()
+    return step_sequences(step, block_tokens).back().pages.back() < kv_tokens / block_tokens;
+  };
   std::vector<StepSample> steps = probe_steps(kv_tokens);
-  std::erase_if(steps, [&](const StepSample& step) {  // whole pages per sequence may need a few more
-    return step_sequences(step, block_tokens).back().pages.back() >= kv_tokens / block_tokens;
-  });
+  std::erase_if(steps, [&](const StepSample& step) { return !fits(step); });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
   std::vector<StepSample> sized_for = steps;
   sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
   if (throttle.mixed) {
-    if (kMixedThrottleStep.kv_tokens() > kv_tokens)
+    if (!fits(kMixedThrottleStep))
       throw std::runtime_error("step probe: HBM holds too little KV for the mixed throttle run's step");
     sized_for.push_back(kMixedThrottleStep);
   }
