@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
+#include <tuple>
 
 #include "sim/core/config.h"
 #include "validate/compare/stats.h"
@@ -220,24 +222,72 @@ std::vector<LinkComparison> compare_links(const VariantRun& predicted, const Var
   return links;
 }
 
-// A transfer's twin is found by its path and the request it was for (kNoRequest's key for none).
-using TransferKey = std::pair<std::string, std::pair<int64_t, int64_t>>;
+// A transfer, placed among its twins: its path, the request it was for (the request's pairing key,
+// kNoRequestKey for none) and its row, so that sorting by the three keeps the file's order within a key.
+struct KeyedTransfer {
+  const std::string* path;
+  std::pair<int64_t, int64_t> request;
+  size_t row;
+  double seconds;
+
+  bool same_key(const KeyedTransfer& o) const { return *path == *o.path && request == o.request; }
+  bool key_before(const KeyedTransfer& o) const {
+    return std::tie(*path, request) < std::tie(*o.path, o.request);
+  }
+};
 constexpr std::pair<int64_t, int64_t> kNoRequestKey{-2, -2};
 
-// Each transfer's seconds under its key, in file order. Without `by_request`, every transfer has its
-// path's no-request key, so that a path's transfers pair by order alone.
-std::map<TransferKey, std::vector<double>> transfer_times(const VariantRun& run, bool by_request) {
-  std::map<uint64_t, std::pair<int64_t, int64_t>> request_key;
+// The run's transfers sorted by key. Without `by_request`, every transfer has the no-request key, so that
+// a path's transfers pair by order alone.
+std::vector<KeyedTransfer> keyed_transfers(const VariantRun& run, bool by_request) {
+  std::vector<std::pair<uint64_t, std::pair<int64_t, int64_t>>> keys;  // by request id
   if (by_request) {
-    for (const RequestTimes& r : run.requests) request_key.emplace(r.id, pairing_key(r));
+    keys.reserve(run.requests.size());
+    for (const RequestTimes& r : run.requests) keys.emplace_back(r.id, pairing_key(r));
+    std::sort(keys.begin(), keys.end());
   }
-  std::map<TransferKey, std::vector<double>> times;
-  for (const TransferRecord& t : run.transfers->rows) {
-    const bool named = by_request && t.request != kNoRequest;
-    times[{t.path, named ? request_key.at(static_cast<uint64_t>(t.request)) : kNoRequestKey}].push_back(
-        t.seconds());
+  auto key_of = [&](int64_t id) {
+    if (!by_request || id == kNoRequest) return kNoRequestKey;
+    auto it =
+        std::lower_bound(keys.begin(), keys.end(), std::make_pair(static_cast<uint64_t>(id), kNoRequestKey));
+    if (it == keys.end() || it->first != static_cast<uint64_t>(id))
+      throw std::logic_error("transfers.csv names request " + std::to_string(id) + ", not in requests.csv");
+    return it->second;
+  };
+  std::vector<KeyedTransfer> out;
+  out.reserve(run.transfers->rows.size());
+  for (size_t i = 0; i < run.transfers->rows.size(); ++i) {
+    const TransferRecord& t = run.transfers->rows[i];
+    out.push_back({&t.path, key_of(t.request), i, t.seconds()});
   }
-  return times;
+  std::sort(out.begin(), out.end(), [](const KeyedTransfer& a, const KeyedTransfer& b) {
+    return a.key_before(b) || (a.same_key(b) && a.row < b.row);
+  });
+  return out;
+}
+
+// Per path, |error| of each transfer against its twin: the two runs' transfers of one key paired in order.
+std::map<std::string, std::vector<double>> twin_errors(const std::vector<KeyedTransfer>& predicted,
+                                                       const std::vector<KeyedTransfer>& measured) {
+  std::map<std::string, std::vector<double>> errors;
+  size_t p = 0, m = 0;
+  while (p < predicted.size() && m < measured.size()) {
+    if (predicted[p].key_before(measured[m])) {
+      ++p;
+    } else if (measured[m].key_before(predicted[p])) {
+      ++m;
+    } else {
+      for (; p < predicted.size() && m < measured.size() && predicted[p].same_key(measured[m]); ++p, ++m) {
+        if (measured[m].seconds > 0)
+          errors[*measured[m].path].push_back(
+              std::abs(relative_error(predicted[p].seconds, measured[m].seconds)));
+      }
+      const KeyedTransfer& key = p < predicted.size() ? predicted[p - 1] : measured[m - 1];
+      while (p < predicted.size() && predicted[p].same_key(key)) ++p;  // twins the other run did not make
+      while (m < measured.size() && measured[m].same_key(key)) ++m;
+    }
+  }
+  return errors;
 }
 
 // Per path, each transfer of one run against its twin in the other: when both files name requests, the
@@ -259,15 +309,8 @@ std::vector<PathTransfers> compare_transfers(const VariantRun& predicted, const 
     PathTransfers& p = entry(t.path);
     ++p.measured_count, p.measured_seconds += t.seconds(), p.measured_bytes += t.bytes;
   }
-  const auto p_times = transfer_times(predicted, by_request), m_times = transfer_times(measured, by_request);
-  std::map<std::string, std::vector<double>> errors;
-  for (const auto& [key, p] : p_times) {
-    auto m = m_times.find(key);
-    if (m == m_times.end()) continue;
-    for (size_t k = 0; k < std::min(p.size(), m->second.size()); ++k) {
-      if (m->second[k] > 0) errors[key.first].push_back(std::abs(relative_error(p[k], m->second[k])));
-    }
-  }
+  std::map<std::string, std::vector<double>> errors =
+      twin_errors(keyed_transfers(predicted, by_request), keyed_transfers(measured, by_request));
   std::vector<PathTransfers> paths;
   for (auto& [path, c] : by_path) {
     std::vector<double>& e = errors[path];
