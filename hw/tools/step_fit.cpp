@@ -278,23 +278,21 @@ PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   constexpr int kMostSteps = 200;
   PowerThrottle best{};
   double best_error = std::numeric_limits<double>::infinity();
-  std::vector<double> cool(seconds.size());
   for (int ms = 0; ms <= static_cast<int>(total * 1e3); ++ms) {
     const double onset = ms * 1e-3;
-    double heat = 0, aa = 0, ab = 0;
-    for (size_t i = 0; i < seconds.size(); ++i) {
-      cool[i] = std::clamp(onset - heat, 0.0, boost);
-      heat = std::min(onset, heat + cool[i]);
-      const double slowed = boost - cool[i];
-      aa += slowed * slowed;
-      ab += slowed * (seconds[i] - cool[i]);
+    // Step i takes cool + slowed × slowdown; with y = seconds − cool, the squared error is
+    // Σy² − 2 slowdown Σ(slowed·y) + slowdown² Σslowed².
+    double heat = 0, aa = 0, ay = 0, yy = 0;
+    for (double t : seconds) {
+      const double cool = std::clamp(onset - heat, 0.0, boost);
+      heat = std::min(onset, heat + cool);
+      const double slowed = boost - cool, y = t - cool;
+      aa += slowed * slowed, ay += slowed * y, yy += y * y;
     }
-    const double least_squares = aa > 0 ? ab / aa : 1;
+    const double least_squares = aa > 0 ? ay / aa : 1;
     const int k = std::clamp(static_cast<int>(std::lround((least_squares - 1) / kStep)), 0, kMostSteps);
     const double slowdown = 1 + kStep * k;
-    double error = 0;
-    for (size_t i = 0; i < seconds.size(); ++i)
-      error += std::pow(cool[i] + (boost - cool[i]) * slowdown - seconds[i], 2);
+    const double error = yy - 2 * slowdown * ay + slowdown * slowdown * aa;
     if (error < best_error) best = {onset, slowdown}, best_error = error;
   }
   return best;

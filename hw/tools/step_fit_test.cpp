@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
 
 #include "hw/tools/calibration_run.h"
@@ -216,6 +217,18 @@ TEST(FitThrottle, StepsThatNeverSlowGiveNoSlowdownAndTooFewAreRefused) {
   EXPECT_DOUBLE_EQ(fit_throttle(std::vector<double>(20, 0.1)).slowdown, 1);
   EXPECT_THROW(fit_throttle(std::vector<double>(7, 0.1)), std::invalid_argument);
   EXPECT_THROW(fit_throttle({0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0}), std::invalid_argument);
+}
+
+// The throttle runs of the committed H200 calibrations (results/validation/h200/), fitted when they were
+// made, refit to the onset and slowdown stored beside them.
+TEST(FitThrottle, TheCommittedThrottleRunsRefitToTheirStoredNumbers) {
+  for (const char* file : {"results/validation/h200/calibration-throttle.json",
+                           "results/validation/h200/varied-tokens/calibration-throttle.json"}) {
+    const nlohmann::json run = nlohmann::json::parse(std::ifstream(file))["measurements"]["throttle"];
+    const PowerThrottle fit = fit_throttle(run["seconds"].get<std::vector<double>>());
+    EXPECT_DOUBLE_EQ(fit.onset_s, run["onset_s"].get<double>()) << file;
+    EXPECT_DOUBLE_EQ(fit.slowdown, run["slowdown"].get<double>()) << file;
+  }
 }
 
 // The probe's steps timed from a cool GPU under kThrottle: the fit finds the boost-clock costs of kTruth

@@ -10,11 +10,10 @@
 // path names where the bytes went, `<from tier>-><to tier>` with the cache's tier names (any name without
 // commas, quotes or line breaks; both runs must use the same names); bytes is the size of the copy as the
 // link carries it; start_s and end_s are seconds on the run's clock (the clock of requests.csv). Rows are
-// in the order the transfers started: start_s never decreases, so that the k-th transfer on a path of one
-// run is matched with the k-th of the other. Numbers are written in the shortest form that reads back to
-// the same double, so sums of bytes compare exactly. request is the id (requests.csv's) of the request
-// whose cache operation moved the bytes: its admission's loads and evictions, its release's stores; -1
-// where none did (HBM's cache area shrinking as decode KV grows). Both engines run the same scheduler, so
+// in the order the transfers started: start_s never decreases. Numbers are written in the shortest form that
+// reads back to the same double, so sums of bytes compare exactly. request is the id (requests.csv's) of the
+// request whose cache operation moved the bytes: its admission's loads and evictions, its release's stores;
+// -1 where none did (HBM's cache area shrinking as decode KV grows). Both engines run the same scheduler, so
 // a request's transfers are the same work in both, and `kvtier validate` pairs them by request.
 #pragma once
 

@@ -52,8 +52,9 @@ nlohmann::json variant_json(const VariantComparison& v) {
   for (const LinkComparison& l : v.links)
     j["link_bytes"].push_back({{"link", l.link}, {"predicted", l.predicted}, {"measured", l.measured}});
   j["transfers"] = nullptr;
-  j["transfers_paired_by"] = v.transfers_by_request ? "request" : "order";
+  j["transfers_paired_by"] = nullptr;
   if (v.transfers) {
+    j["transfers_paired_by"] = v.transfers_by_request ? "request" : "order";
     j["transfers"] = nlohmann::json::array();
     for (const PathTransfers& p : *v.transfers) {
       j["transfers"].push_back({{"path", p.path},
