@@ -237,13 +237,11 @@ ClusterPlatform build_platform(const ClusterSpec& cluster, const HardwareConfig&
 }
 
 // Each replica's transfers.csv, as a lone instance's, in OUT/transfers/ (opt-out: a row per stored block).
-// Creates the output folder.
+// REQUIRES: the output folder, when there is one, exists.
 std::vector<std::unique_ptr<TransfersFile>> open_transfer_files(const SimulationOptions& options,
                                                                 int instances) {
   std::vector<std::unique_ptr<TransfersFile>> files;
-  if (options.out_dir.empty()) return files;
-  create_checked_folder(options.out_dir);
-  if (!options.transfers_csv) return files;
+  if (options.out_dir.empty() || !options.transfers_csv) return files;
   create_checked_folder(options.out_dir + "/transfers");
   for (int i = 0; i < instances; ++i) {
     std::string path = options.out_dir;  // in steps (-Wrestrict)
@@ -329,6 +327,7 @@ nlohmann::json simulate_cluster(const Scenario& s, const SimulationOptions& opti
     total.add(r);
     if (files) files->requests.write(r, instance, prefill_instance);
   };
+  if (!options.out_dir.empty()) create_checked_folder(options.out_dir);
   const std::vector<std::unique_ptr<TransfersFile>> transfer_files =
       open_transfer_files(options, cluster.instances);
   std::vector<TransfersCsvWriter*> transfer_logs;
