@@ -146,6 +146,11 @@ json measurements_json(const CalibrationRun& run) {
   return {{"copy", copies}, {"disk", disk}, {"store", store}, {"gemm", gemms}};
 }
 
+// The share of a step's boost-clock time that is prefill attention.
+double attention_share(const CostModel& cost, const StepSample& step) {
+  return cost.prefill_attention_seconds(step.work()) / cost.step_seconds(step.work());
+}
+
 // The step costs of the model the steps ran, with the weights read at the measured HBM efficiency.
 void add_serving(const CalibrationRun& run, Calibration& calibration) {
   if (run.steps.empty()) return;
@@ -161,17 +166,27 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
                                             {"onset_s", throttle->onset_s},
                                             {"slowdown", throttle->slowdown}};
   }
-  if (!run.mixed_throttle_seconds.empty()) {
-    const PowerThrottle mixed = fit_throttle(run.mixed_throttle_seconds);
-    calibration.measurements["throttle_mixed"] = {{"new_tokens", kMixedThrottleStep.new_tokens},
-                                                  {"decode_sequences", kMixedThrottleStep.decode_sequences},
-                                                  {"decode_context", kMixedThrottleStep.decode_context},
-                                                  {"seconds", run.mixed_throttle_seconds},
-                                                  {"onset_s", mixed.onset_s},
-                                                  {"slowdown", mixed.slowdown}};
-  }
-  const StepFit fit =
+  StepFit fit =
       fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling, throttle);
+  if (throttle && !run.attention_throttle_seconds.empty()) {
+    const PowerThrottle attention_run = fit_throttle(run.attention_throttle_seconds);
+    const StepSample chunk{.prefill_sequences = 1, .new_tokens = run.throttle_chunk_tokens};
+    calibration.measurements["throttle_attention"] = {{"new_tokens", kAttentionThrottleStep.new_tokens},
+                                                      {"cached_tokens", kAttentionThrottleStep.cached_tokens},
+                                                      {"seconds", run.attention_throttle_seconds},
+                                                      {"onset_s", attention_run.onset_s},
+                                                      {"slowdown", attention_run.slowdown}};
+    // Each run's attention share comes from the costs fitted with the throttle before: twice is enough
+    // for the shares to settle (they move the boost-clock times of the probe's few heating steps only).
+    const PowerThrottle chunk_run = *throttle;
+    for (int round = 0; round < 2; ++round) {
+      const CostModel fitted(run.step_model, hardware, kv_bytes_per_token, fit.costs);
+      throttle = split_throttle(chunk_run, attention_share(fitted, chunk), attention_run,
+                                attention_share(fitted, kAttentionThrottleStep));
+      fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling,
+                           throttle);
+    }
+  }
   calibration.serving = ServingCalibration{.model = run.step_model.name, .costs = fit.costs};
   calibration.measurements["steps"] = step_measurements_json(run.steps, fit);
   calibration.measurements["step_block_tokens"] = run.step_block_tokens;

@@ -47,9 +47,9 @@ struct CalibrationRun {
   // the fit has no power throttle.
   std::vector<double> throttle_seconds = {};
   int64_t throttle_chunk_tokens = 0;
-  // kMixedThrottleStep (step_probe.h) back to back the same way; empty: not measured. Kept with its own
-  // throttle fit under measurements.throttle_mixed; the step costs do not use it.
-  std::vector<double> mixed_throttle_seconds = {};
+  // kAttentionThrottleStep (step_probe.h) back to back the same way; empty: not measured, and the throttle
+  // slows prefill attention as much as the rest.
+  std::vector<double> attention_throttle_seconds = {};
   std::optional<AttentionCosts> attention_tiling = {};  // how the steps' attention cut its launches
 };
 

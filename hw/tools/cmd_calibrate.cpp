@@ -41,8 +41,7 @@ struct CalibrateArguments {
   double step_gap_ms = 200;
   StepGapKind step_gap = StepGapKind::kIdle;
   bool throttle = true;
-  double throttle_seconds = 4;
-  bool throttle_mixed = false;
+  double throttle_seconds = 10;
   std::string out;
 };
 
@@ -100,11 +99,10 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
   StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
-                                  {.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0,
-                                   .mixed = arguments.throttle && arguments.throttle_mixed});
+                                  {.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0});
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
-  calibration.mixed_throttle_seconds = std::move(probe.mixed_throttle_seconds);
+  calibration.attention_throttle_seconds = std::move(probe.attention_throttle_seconds);
   if (arguments.throttle) calibration.throttle_chunk_tokens = kThrottleChunkTokens;
   calibration.attention_tiling = attention_tiling(shape, static_cast<int>(arguments.step_block_tokens));
 }
@@ -229,17 +227,13 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag(
       "--throttle,!--no-throttle", arguments->throttle,
       "On by default with --steps (--no-throttle skips it): time back-to-back prefill chunks from "
-      "a cool GPU first, fit the power throttle (serving.power) and the step costs at the boost "
-      "clock (docs/cost-model.md)");
+      "a cool GPU first, after none and after 32K cached tokens, fit the power throttle "
+      "(serving.power) and the step costs at the boost clock (docs/cost-model.md)");
   command
       ->add_option("--throttle-seconds", arguments->throttle_seconds,
-                   "How long the throttle run keeps the GPU busy")
+                   "How long each throttle run keeps the GPU busy")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 300.0));
-  command->add_flag(
-      "--throttle-mixed", arguments->throttle_mixed,
-      "After the throttle run, time a mixed step (a chunk beside 32 decodes of 16K context) back "
-      "to back as long: kept under measurements.throttle_mixed, not fitted into the costs");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

@@ -208,8 +208,14 @@ std::vector<StepSample> at_boost_clock(std::vector<StepSample> samples, const st
   for (size_t i = 0; i < samples.size(); ++i) {
     if (!heats[i]) continue;
     StepSample& s = samples[i];
-    s.seconds = unthrottled_seconds(throttle, s.seconds);
-    if (s.prefill_sequences > 0) s.attention_seconds = unthrottled_seconds(throttle, s.attention_seconds);
+    if (s.prefill_sequences == 0) {
+      s.seconds = unthrottled_seconds(throttle, s.seconds);
+      continue;
+    }
+    // The measured share of attention stands for its share at the boost clock (power_throttle.h).
+    const double share = std::clamp(s.attention_seconds / s.seconds, 0.0, 1.0);
+    s.seconds = unthrottled_seconds(throttle, s.seconds, share);
+    s.attention_seconds = unthrottled_seconds(throttle, s.attention_seconds, 1);
   }
   return samples;
 }
@@ -298,6 +304,19 @@ PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   return best;
 }
 
+PowerThrottle split_throttle(const PowerThrottle& chunk, double chunk_share, const PowerThrottle& attention,
+                             double attention_share) {
+  if (!(attention_share > chunk_share))
+    throw std::invalid_argument(
+        "throttle fit: the attention run's step must be more attention than the chunk");
+  // chunk.slowdown = s + (a - s) chunk_share and attention.slowdown = s + (a - s) attention_share.
+  const double difference = (attention.slowdown - chunk.slowdown) / (attention_share - chunk_share);
+  const double slowdown = std::max(1.0, chunk.slowdown - difference * chunk_share);
+  return {.onset_s = chunk.onset_s,
+          .slowdown = slowdown,
+          .attention_slowdown = std::max(1.0, slowdown + difference)};
+}
+
 StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, double kv_bytes_per_token,
                        const std::vector<StepSample>& measured,
                        const std::optional<AttentionCosts>& attention_tiling,
@@ -328,10 +347,12 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
   for (size_t i = 0; i < measured.size(); ++i) {
     const StepWork work = measured[i].work();
     GpuHeat step(throttle.value_or(none)), attention(throttle.value_or(none));
-    fit.predicted_seconds.push_back(step.run(fitted.step_seconds(work), heats[i]));
+    fit.predicted_seconds.push_back(
+        step.run(fitted.step_seconds(work), heats[i], fitted.prefill_attention_seconds(work)));
     if (costs.attention) {
+      const double boost_attention = fitted.block_attention_seconds(work);
       fit.predicted_attention_seconds.push_back(
-          attention.run(fitted.block_attention_seconds(work), heats[i] && measured[i].prefill_sequences > 0));
+          attention.run(boost_attention, heats[i] && measured[i].prefill_sequences > 0, boost_attention));
     }
   }
   return fit;

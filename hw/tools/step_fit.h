@@ -89,6 +89,14 @@ struct StepFit {
 // fewer than 8 steps or a time that is not positive.
 PowerThrottle fit_throttle(const std::vector<double>& seconds);
 
+// The throttle of two throttle runs fitted alone: `chunk`, of a prefill chunk whose boost-clock time is
+// `chunk_share` prefill attention, and `attention`, of a step that is more attention (`attention_share`).
+// Each run's slowdown is taken as the two factors mixed by its share (PowerThrottle::slowdown_of), solved
+// for both (neither below 1); the onset is the chunk run's. Throws std::invalid_argument unless
+// attention_share > chunk_share.
+PowerThrottle split_throttle(const PowerThrottle& chunk, double chunk_share, const PowerThrottle& attention,
+                             double attention_share);
+
 // With `throttle`, every sample is taken to start from a cool GPU: the compute-bound steps' times (and the
 // attention of those with prefill chunks) are turned into their boost-clock times before the fit
 // (unthrottled_seconds), the costs carry the throttle, and the predictions are the throttled times.

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "hw/tools/calibration_run.h"
+#include "hw/tools/step_probe.h"
 #include "sim/core/config_files.h"
 #include "sim/core/kv_layout.h"
 
@@ -275,30 +276,54 @@ TEST(StepFit, TheCalibrationFileCarriesTheThrottleAndItsRun) {
   const nlohmann::json& steps = back.measurements.at("steps");
   for (size_t i = 0; i < run.steps.size(); ++i) {
     const StepWork work = run.steps[i].work();
-    const double charged =
-        GpuHeat(*costs.throttle).run(from_file.step_seconds(work), from_file.compute_bound(work));
+    const double charged = GpuHeat(*costs.throttle)
+                               .run(from_file.step_seconds(work), from_file.compute_bound(work),
+                                    from_file.prefill_attention_seconds(work));
     EXPECT_EQ(steps[i]["predicted_seconds"].get<double>(), charged) << i;
   }
 }
 
-// A mixed throttle run is kept beside the throttle run, with its own fit, and leaves the step costs as the
-// throttle run alone makes them: its steps slow by 1.2x after 0.3 s, the chunks by kThrottle's.
-TEST(StepFit, TheMixedThrottleRunIsKeptWithItsFitAndChangesNoCost) {
+// Two runs slowed 1.15x at 4 % attention and 1.22x at 62 %: s + (a - s) 0.04 = 1.15 and
+// s + (a - s) 0.62 = 1.22, so a - s = 0.07 / 0.58.
+TEST(StepFit, SplitThrottleSolvesForBothFactors) {
+  const PowerThrottle split =
+      split_throttle({.onset_s = 0.11, .slowdown = 1.15}, 0.04, {.onset_s = 0.2, .slowdown = 1.22}, 0.62);
+  EXPECT_EQ(split.onset_s, 0.11);
+  EXPECT_NEAR(split.slowdown, 1.15 - 0.07 / 0.58 * 0.04, 1e-12);
+  ASSERT_TRUE(split.attention_slowdown);
+  EXPECT_NEAR(*split.attention_slowdown, 1.15 + 0.07 / 0.58 * 0.96, 1e-12);
+  EXPECT_THROW(split_throttle({.slowdown = 1.1}, 0.5, {.slowdown = 1.2}, 0.5), std::invalid_argument);
+}
+
+// The chunk run and the attention run (kAttentionThrottleStep), timed on a GPU whose prefill attention
+// slows 1.3x where the rest slows 1.15x: the file's throttle recovers both within 1 % (each run's fit is to a
+// 0.25 % grid, and the shares come from costs fitted to steps 1 % off).
+TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
   const ModelOnH200 setup;
+  const PowerThrottle truth_throttle{.onset_s = 0.25, .slowdown = 1.15, .attention_slowdown = 1.3};
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
+  auto back_to_back = [&](const StepSample& step) {
+    GpuHeat heat(truth_throttle);
+    std::vector<double> seconds;
+    for (int i = 0; i < 40; ++i) {
+      seconds.push_back(
+          heat.run(truth.step_seconds(step.work()), true, truth.prefill_attention_seconds(step.work())));
+    }
+    return seconds;
+  };
   CalibrationRun run = synthetic_run(setup);
-  GpuHeat heat(kThrottle), mixed_heat({.onset_s = 0.3, .slowdown = 1.2});
-  for (int i = 0; i < 30; ++i) run.throttle_seconds.push_back(heat.run(0.12, true));
   run.throttle_chunk_tokens = 4096;
-  const nlohmann::json without = nlohmann::json(summarize_calibration(run))["serving"];
-  for (int i = 0; i < 30; ++i) run.mixed_throttle_seconds.push_back(mixed_heat.run(0.14, true));
-  const nlohmann::json file = summarize_calibration(run);
-  EXPECT_EQ(file["serving"], without);
-  const nlohmann::json& mixed = file["measurements"]["throttle_mixed"];
-  EXPECT_EQ(mixed["seconds"].size(), 30u);
-  EXPECT_EQ(mixed["decode_sequences"], 32);
-  EXPECT_EQ(mixed["decode_context"], 16384);
-  EXPECT_NEAR(mixed["onset_s"].get<double>(), 0.3, 1e-3);
-  EXPECT_NEAR(mixed["slowdown"].get<double>(), 1.2, 0.0025);
+  run.throttle_seconds = back_to_back({.prefill_sequences = 1, .new_tokens = 4096});
+  run.attention_throttle_seconds = back_to_back(kAttentionThrottleStep);
+  const Calibration back = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
+  const PowerThrottle fitted = *serving_step_costs(back, setup.model)->throttle;
+  EXPECT_NEAR(fitted.onset_s, 0.25, 2e-3);
+  EXPECT_NEAR(fitted.slowdown, 1.15, 0.01);
+  ASSERT_TRUE(fitted.attention_slowdown);
+  EXPECT_NEAR(*fitted.attention_slowdown, 1.3, 0.01);
+  const nlohmann::json& attention = back.measurements.at("throttle_attention");
+  EXPECT_EQ(attention.at("seconds").size(), 40u);
+  EXPECT_EQ(attention.at("cached_tokens"), 16384);
 }
 
 }  // namespace

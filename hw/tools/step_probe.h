@@ -30,24 +30,21 @@ struct StepProbe {
   // idle), each one's time, for the run's seconds: what the GPU's power throttle does to a sustained load
   // (fit_throttle).
   std::vector<double> throttle_seconds;
-  // With the mixed throttle run: kMixedThrottleStep back to back the same way, after as long idle as the
-  // throttle run ran (at least 2 s). Whether a step that also reads much KV throttles more than the chunk
-  // alone: the decodes' HBM traffic draws power that the chunk's GEMMs then lack.
-  std::vector<double> mixed_throttle_seconds;
+  // Then kAttentionThrottleStep back to back the same way, after as long idle as the throttle run ran (at
+  // least 2 s): the prefill attention's own slowdown (split_throttle).
+  std::vector<double> attention_throttle_seconds;
   std::vector<StepSample> steps;  // the probe's steps with their measured seconds
 };
 inline constexpr int64_t kThrottleChunkTokens = 4096;
-// A chunk beside 32 decodes of 16K tokens of context: 512K tokens of KV read each step, as an overloaded
-// instance's mixed steps read (its decodes' contexts fill HBM).
-inline constexpr StepSample kMixedThrottleStep{.prefill_sequences = 1,
-                                               .new_tokens = kThrottleChunkTokens,
-                                               .decode_sequences = 32,
-                                               .decode_context = 16384};
+// A short chunk after 16K cached tokens: 69 % of its time attention on the H200 (36 ms, 25 of them the
+// attention), where the throttle run's chunk (after none) is 4 %. Shorter than the onset, as fit_throttle
+// needs: its first steps run cool and give the boost-clock time.
+inline constexpr StepSample kAttentionThrottleStep{
+    .prefill_sequences = 1, .new_tokens = 512, .cached_tokens = 16384};
 
-// The back-to-back runs before the probe's steps: `seconds` each (none at 0), the mixed one when asked.
+// The back-to-back runs before the probe's steps: `seconds` each, none at 0.
 struct ThrottleRuns {
   double seconds = 0;
-  bool mixed = false;
 };
 
 // The throttle runs, then the probe's steps, every timed run after `gap`. With a throttle run, a gap of

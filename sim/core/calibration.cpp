@@ -253,7 +253,8 @@ constexpr ServingKey kServingKeys[] = {
 };
 constexpr const char* kServingModel = "model";
 constexpr const char* kServingAttention = "attention";
-constexpr const char* kServingPower = "power";  // {"onset_s", "slowdown"}: PowerThrottle
+constexpr const char* kServingPower =
+    "power";  // {"onset_s", "slowdown", "attention_slowdown"?}: PowerThrottle
 
 // serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds), each a key
 // and the member it holds.
@@ -343,14 +344,25 @@ json attention_json(const AttentionCosts& costs) {
   return out;
 }
 
+double read_factor(const json& value, const std::vector<std::string>& keys) {
+  if (!value.is_number() || !(value.get<double>() >= 1) || !std::isfinite(value.get<double>()))
+    fail(keys, "expected a factor of 1 or more");
+  return value.get<double>();
+}
+
 PowerThrottle read_power(const json& object) {
   const std::vector<std::string> root = {"serving", kServingPower};
-  complete_object(object, root, {"onset_s", "slowdown"});
-  PowerThrottle throttle{.onset_s = read_seconds(object.at("onset_s"), child_keys(root, "onset_s"))};
-  const json& slowdown = object.at("slowdown");
-  if (!slowdown.is_number() || !(slowdown.get<double>() >= 1) || !std::isfinite(slowdown.get<double>()))
-    fail(child_keys(root, "slowdown"), "expected a factor of 1 or more");
-  throttle.slowdown = slowdown.get<double>();
+  expect_object(object, root);
+  allow_keys(object, root, {"onset_s", "slowdown", "attention_slowdown"});
+  for (const char* key : {"onset_s", "slowdown"}) {
+    if (!object.contains(key)) fail(root, std::string("missing required key '") + key + "'");
+  }
+  PowerThrottle throttle{.onset_s = read_seconds(object.at("onset_s"), child_keys(root, "onset_s")),
+                         .slowdown = read_factor(object.at("slowdown"), child_keys(root, "slowdown"))};
+  if (object.contains("attention_slowdown")) {
+    throttle.attention_slowdown =
+        read_factor(object.at("attention_slowdown"), child_keys(root, "attention_slowdown"));
+  }
   return throttle;
 }
 
@@ -398,8 +410,10 @@ json serving_json(const ServingCalibration& serving) {
     out[k.key] = serving.costs.*k.field;
   }
   if (attention) out[kServingAttention] = attention_json(*attention);
-  if (const std::optional<PowerThrottle>& t = serving.costs.throttle)
+  if (const std::optional<PowerThrottle>& t = serving.costs.throttle) {
     out[kServingPower] = {{"onset_s", t->onset_s}, {"slowdown", t->slowdown}};
+    if (t->attention_slowdown) out[kServingPower]["attention_slowdown"] = *t->attention_slowdown;
+  }
   return out;
 }
 

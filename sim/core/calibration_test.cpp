@@ -525,6 +525,17 @@ TEST(Calibration, ServingPowerThrottleRoundTripsAndIsChecked) {
             "c.json:1:249: serving.power.slowdown: expected a factor of 1 or more");
   EXPECT_EQ(error_of([&] { parse_calibration(serving + "\"power\": {\"slowdown\": 1.1}}}", "c.json"); }),
             "c.json:1:220: serving.power: missing required key 'onset_s'");
+  // Prefill attention's own factor is optional, written only when fitted, and checked like the other.
+  EXPECT_FALSE(back.serving->costs.throttle->attention_slowdown);
+  c.serving->costs.throttle->attention_slowdown = 1.25;
+  const Calibration split = parse_calibration(nlohmann::json(c).dump(), "c.json");
+  EXPECT_EQ(split.serving->costs.throttle->attention_slowdown, 1.25);
+  EXPECT_EQ(error_of([&] {
+              parse_calibration(
+                  serving + "\"power\": {\"onset_s\": 0.2, \"slowdown\": 1.1, \"attention_slowdown\": 0}}}",
+                  "c.json");
+            }),
+            "c.json:1:276: serving.power.attention_slowdown: expected a factor of 1 or more");
 }
 
 // A serving section whose attention object has each key on a line of its own, `from` replaced by `to`.

@@ -179,6 +179,18 @@ double CostModel::block_attention_seconds(const StepWork& work) const {
          attention_launch_seconds(*step_costs_->attention, attention_kv_heads_, gqa_ratio, step);
 }
 
+double CostModel::prefill_attention_seconds(const StepWork& work) const {
+  if (!step_costs_) return 0;
+  StepWork prefills;
+  prefills.prefills = work.prefills;
+  if (step_costs_->attention) return block_attention_seconds(prefills);
+  const StepCosts& c = *step_costs_;
+  const StepTerms t = step_terms(prefills);
+  return (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys +
+          t.attention_flops_per_query * c.attention_half_rate_queries) /
+         (peak_flops_ * c.attention_mfu);
+}
+
 double CostModel::step_seconds(const StepWork& work) const {
   const int64_t tokens = work.tokens();
   if (tokens <= 0) return 0;

@@ -124,6 +124,9 @@ class CostModel {
   bool compute_bound(const StepWork& work) const;
   // The step's attention, every layer, priced from the kernel's blocks. REQUIRES StepCosts::attention.
   double block_attention_seconds(const StepWork& work) const;
+  // The attention of the step's prefill chunks alone, as the serving terms price it (0 without them): the
+  // part of a step that a power throttle slows by its own factor (PowerThrottle::attention_slowdown).
+  double prefill_attention_seconds(const StepWork& work) const;
 
   double kv_bytes_per_token() const { return kv_bytes_per_token_; }
   double achieved_flops() const { return achieved_flops_; }

@@ -3,26 +3,38 @@
 // A compute-bound step (its linear layers bound by FLOPs, not by reading the weights: a prefill chunk of a
 // few hundred tokens or more) draws more than a GPU's power limit at its boost clock. The GPU lets that
 // last a while, then lowers its clock: after `onset_s` of such work the rest of the work runs `slowdown`
-// times slower (on the H200 at 700 W: 1.98 GHz to about 1.77 GHz, 1.12x). Memory-bound steps and idle time
+// times slower (on the H200 at 700 W: 1.98 GHz to 1.5-1.8 GHz, 1.12-1.16x), except its prefill attention,
+// which runs `attention_slowdown` times slower: the attention kernel is bound by the multiprocessors' clock
+// throughout, while the linear layers' time falls less than the clock. Memory-bound steps and idle time
 // cool it down again, a second of either undoing a second of heat. GpuHeat follows that state across a
 // run's steps: a run of back-to-back prefill chunks is throttled after the onset, a prefill between
 // decode steps starts cool. kvtier-hw calibrate measures both numbers on a run of back-to-back prefills
 // (hw/tools/step_probe.h) and prices steps at the boost clock; the simulator slows them with GpuHeat.
 #pragma once
 
+#include <optional>
+
 namespace kvtier {
 
 struct PowerThrottle {
   double onset_s = 0;   // seconds of compute-bound work at the boost clock before the clock drops
   double slowdown = 1;  // how much slower compute-bound work runs after that
+  // How much slower its prefill attention runs then; nullopt: as much as the rest.
+  std::optional<double> attention_slowdown = std::nullopt;
+
+  // The slowdown of throttled work of which `attention_share` (0 to 1) is prefill attention.
+  double slowdown_of(double attention_share) const {
+    return slowdown + (attention_slowdown.value_or(slowdown) - slowdown) * attention_share;
+  }
 };
 
 class GpuHeat {
  public:
   explicit GpuHeat(PowerThrottle throttle) : throttle_(throttle) {}
 
-  // Runs a step that takes `boost_s` at the boost clock; returns how long it takes from the present heat.
-  double run(double boost_s, bool compute_bound);
+  // Runs a step that takes `boost_s` at the boost clock, `attention_s` of it prefill attention; returns how
+  // long it takes from the present heat.
+  double run(double boost_s, bool compute_bound, double attention_s = 0);
   // Idles (or runs memory-bound work) for `seconds`.
   void rest(double seconds);
   // Seconds of compute-bound work behind the GPU, at most the onset.
@@ -33,7 +45,8 @@ class GpuHeat {
   double heat_ = 0;
 };
 
-// The boost-clock time of a compute-bound step that took `seconds` from a cool start: run()'s inverse.
-double unthrottled_seconds(const PowerThrottle& throttle, double seconds);
+// The boost-clock time of a compute-bound step that took `seconds` from a cool start, `attention_share`
+// of its boost-clock time prefill attention: run()'s inverse.
+double unthrottled_seconds(const PowerThrottle& throttle, double seconds, double attention_share = 0);
 
 }  // namespace kvtier

@@ -42,5 +42,22 @@ TEST(GpuHeat, UnthrottledSecondsInvertsACoolRun) {
   }
 }
 
+// The H200's prefill attention slows with the clock, its linear layers less (power_throttle.h).
+TEST(GpuHeat, PrefillAttentionSlowsByItsOwnFactor) {
+  const PowerThrottle split{.onset_s = 0.5, .slowdown = 1.2, .attention_slowdown = 1.4};
+  GpuHeat heat(split);
+  heat.run(0.5, true);
+  // 1 s of work, 0.25 s of it attention: 0.75 × 1.2 + 0.25 × 1.4.
+  EXPECT_NEAR(heat.run(1.0, true, 0.25), 0.9 + 0.35, 1e-12);
+  // Without an attention factor of its own, attention slows as the rest does.
+  GpuHeat same(kThrottle);
+  same.run(0.5, true);
+  EXPECT_NEAR(same.run(1.0, true, 0.25), 1.2, 1e-12);
+  for (double boost : {0.3, 0.8, 2.0}) {
+    GpuHeat cool(split);
+    EXPECT_NEAR(unthrottled_seconds(split, cool.run(boost, true, 0.4 * boost), 0.4), boost, 1e-12) << boost;
+  }
+}
+
 }  // namespace
 }  // namespace kvtier

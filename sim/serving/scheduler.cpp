@@ -340,6 +340,7 @@ bool Scheduler::plan_step() {
   for (const DecodeWork& decode : plan.decodes) step_work_.add_decode(decode.context_tokens);
   plan.compute_s = cost_.step_seconds(step_work_);
   plan.heats_gpu = cost_.throttle() && cost_.compute_bound(step_work_);
+  plan.prefill_attention_s = plan.heats_gpu ? cost_.prefill_attention_seconds(step_work_) : 0;
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;

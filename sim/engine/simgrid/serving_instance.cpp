@@ -32,7 +32,8 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
 void ServingInstance::run_step(const StepPlan& step) {
   if (on_step_) on_step_(step, false);
   heat_.rest(sg4::Engine::get_clock() - last_step_end_);
-  sg4::this_actor::sleep_for(heat_.run(step.compute_s, step.heats_gpu) + step.conversion_s);
+  sg4::this_actor::sleep_for(heat_.run(step.compute_s, step.heats_gpu, step.prefill_attention_s) +
+                             step.conversion_s);
   last_step_end_ = sg4::Engine::get_clock();
   if (on_step_) on_step_(step, true);
 }
