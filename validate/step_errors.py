@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The cost model's error on the steps a hardware run served, from its steps.csv (kvtier-hw serve).
 
-    validate/step_errors.py HW_DIR/VARIANT/steps.csv [--each]
+    validate/step_errors.py HW_DIR/VARIANT/steps.csv [--each | --by-context]
 
 Each step's error is (predicted_s - forward_s) / forward_s, predicted_s being the run's cost model (the
 calibration given to the run with --set calibration=FILE). Steps are grouped by kind (decode only, prefill
@@ -9,7 +9,9 @@ only, mixed) and by their prefill tokens; per group: the steps, the median error
 percentiles, the error of the summed times, and the median forward pass. The first lines give the run's
 totals and the serving loop's own time per step. With --each, every step that carries a prefill is listed
 instead, with the idle time before it (its start after the previous step's end), its forward pass, its
-prediction and error, and its prefill chunks (`start:tokens`).
+prediction and error, and its prefill chunks (`start:tokens`). With --by-context, the steps of 4K prefill
+tokens or more are grouped instead by the tokens cached before their chunks (the mean over the step's
+chunks, in 16K bins): how the error grows with the share of the step that is prefill attention.
 """
 import csv
 import statistics
@@ -36,13 +38,23 @@ def list_each(rows):
         previous_end = float(r["end_s"])
 
 
-def main(path, each):
+def context_group(row):
+    mean_cached = int(row["prefill_context_tokens"]) / int(row["prefills"])
+    low = min(int(mean_cached // 16384), 4) * 16
+    return f"cached {low}K-{low + 16}K" if low < 64 else "cached >=64K"
+
+
+def main(path, view):
     rows = list(csv.DictReader(open(path, newline="")))
     if not rows:
         sys.exit(f"{path}: no steps")
-    if each:
+    if view == "--each":
         list_each(rows)
         return
+    group = group_of
+    if view == "--by-context":
+        rows = [r for r in rows if int(r["prefill_tokens"]) >= 4096]
+        group = context_group
     forward = sum(float(r["forward_s"]) for r in rows)
     predicted = sum(float(r["predicted_s"]) for r in rows)
     loop = sum(float(r["end_s"]) - float(r["start_s"]) - float(r["forward_s"]) for r in rows)
@@ -50,7 +62,7 @@ def main(path, each):
           f"({(predicted - forward) / forward * 100:+.2f} %), serving loop {loop / len(rows) * 1e3:.3f} ms per step")
     groups = {}
     for r in rows:
-        groups.setdefault(group_of(r), []).append((float(r["forward_s"]), float(r["predicted_s"])))
+        groups.setdefault(group(r), []).append((float(r["forward_s"]), float(r["predicted_s"])))
     print(f"{'steps':22s} {'n':>6s} {'median error':>13s} {'p10':>8s} {'p90':>8s} {'summed':>8s} {'median forward':>15s}")
     for name in sorted(groups):
         g = groups[name]
@@ -62,6 +74,6 @@ def main(path, each):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] != "--each"):
+    if len(sys.argv) not in (2, 3) or (len(sys.argv) == 3 and sys.argv[2] not in ("--each", "--by-context")):
         sys.exit(__doc__)
-    main(sys.argv[1], len(sys.argv) == 3)
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) == 3 else None)
