@@ -169,7 +169,8 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   StepFit fit =
       fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling, throttle);
   if (throttle && !run.attention_throttle_seconds.empty()) {
-    const PowerThrottle attention_run = fit_throttle(run.attention_throttle_seconds);
+    const PowerThrottle attention_run =
+        fit_long_step_throttle(run.attention_throttle_seconds, throttle->onset_s);
     const StepSample chunk{.prefill_sequences = 1, .new_tokens = run.throttle_chunk_tokens};
     calibration.measurements["throttle_attention"] = {{"new_tokens", kAttentionThrottleStep.new_tokens},
                                                       {"cached_tokens", kAttentionThrottleStep.cached_tokens},

@@ -304,6 +304,17 @@ PowerThrottle fit_throttle(const std::vector<double>& seconds) {
   return best;
 }
 
+PowerThrottle fit_long_step_throttle(const std::vector<double>& seconds, double onset_s) {
+  if (seconds.size() < 8) throw std::invalid_argument("throttle fit: needs at least 8 steps");
+  if (!(onset_s > 0)) throw std::invalid_argument("throttle fit: the onset must be positive");
+  for (double t : seconds) {
+    if (!(std::isfinite(t) && t > 0))
+      throw std::invalid_argument("throttle fit: a step time is not positive");
+  }
+  const double rest = std::accumulate(seconds.begin() + 1, seconds.end(), 0.0) / (seconds.size() - 1);
+  return {.onset_s = onset_s, .slowdown = std::max(1.0, (onset_s + rest - seconds.front()) / onset_s)};
+}
+
 PowerThrottle split_throttle(const PowerThrottle& chunk, double chunk_share, const PowerThrottle& attention,
                              double attention_share) {
   if (!(attention_share > chunk_share))

@@ -89,6 +89,12 @@ struct StepFit {
 // fewer than 8 steps or a time that is not positive.
 PowerThrottle fit_throttle(const std::vector<double>& seconds);
 
+// The slowdown of back-to-back identical steps from a cool GPU that are each longer than the throttle's
+// `onset_s` (known from fit_throttle): the first takes onset + (boost - onset) x slowdown, the rest (their
+// mean) boost x slowdown, so slowdown = (onset + mean - first) / onset, at least 1. Throws
+// std::invalid_argument for fewer than 8 steps, a time that is not positive, or an onset not positive.
+PowerThrottle fit_long_step_throttle(const std::vector<double>& seconds, double onset_s);
+
 // The throttle of two throttle runs fitted alone: `chunk`, of a prefill chunk whose boost-clock time is
 // `chunk_share` prefill attention, and `attention`, of a step that is more attention (`attention_share`).
 // Each run's slowdown is taken as the two factors mixed by its share (PowerThrottle::slowdown_of), solved

@@ -295,13 +295,28 @@ TEST(StepFit, SplitThrottleSolvesForBothFactors) {
   EXPECT_THROW(split_throttle({.slowdown = 1.1}, 0.5, {.slowdown = 1.2}, 0.5), std::invalid_argument);
 }
 
+// Steps of 0.3 s after an onset of 0.1 s, slowed 1.2x: the first takes 0.1 + 0.2 x 1.2 = 0.34 s, the rest
+// 0.36 s, and (0.1 + 0.36 - 0.34) / 0.1 = 1.2.
+TEST(StepFit, LongStepThrottleFromTheFirstStepAndTheRest) {
+  std::vector<double> seconds(10, 0.36);
+  seconds.front() = 0.34;
+  EXPECT_NEAR(fit_long_step_throttle(seconds, 0.1).slowdown, 1.2, 1e-12);
+  EXPECT_NEAR(fit_long_step_throttle(std::vector<double>(10, 0.3), 0.1).slowdown, 1, 1e-12) << "never slowed";
+  EXPECT_THROW(fit_long_step_throttle(std::vector<double>(5, 0.3), 0.1), std::invalid_argument);
+  EXPECT_THROW(fit_long_step_throttle(seconds, 0), std::invalid_argument);
+}
+
 // The chunk run and the attention run (kAttentionThrottleStep), timed on a GPU whose prefill attention
-// slows 1.3x where the rest slows 1.15x: the file's throttle recovers both within 1 % (each run's fit is to a
-// 0.25 % grid, and the shares come from costs fitted to steps 1 % off).
+// slows 1.3x where the rest slows 1.15x, with an onset between the two steps' times: the file's throttle
+// recovers both within 1 % (the chunk run's fit is to a 0.25 % grid, and the shares come from costs fitted
+// to steps 1 % off).
 TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
   const ModelOnH200 setup;
-  const PowerThrottle truth_throttle{.onset_s = 0.25, .slowdown = 1.15, .attention_slowdown = 1.3};
   const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
+  const StepSample chunk{.prefill_sequences = 1, .new_tokens = 4096};
+  const double onset = 1.5 * truth.step_seconds(chunk.work());
+  ASSERT_GT(truth.step_seconds(kAttentionThrottleStep.work()), 1.2 * onset);
+  const PowerThrottle truth_throttle{.onset_s = onset, .slowdown = 1.15, .attention_slowdown = 1.3};
   auto back_to_back = [&](const StepSample& step) {
     GpuHeat heat(truth_throttle);
     std::vector<double> seconds;
@@ -313,17 +328,17 @@ TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
   };
   CalibrationRun run = synthetic_run(setup);
   run.throttle_chunk_tokens = 4096;
-  run.throttle_seconds = back_to_back({.prefill_sequences = 1, .new_tokens = 4096});
+  run.throttle_seconds = back_to_back(chunk);
   run.attention_throttle_seconds = back_to_back(kAttentionThrottleStep);
   const Calibration back = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
   const PowerThrottle fitted = *serving_step_costs(back, setup.model)->throttle;
-  EXPECT_NEAR(fitted.onset_s, 0.25, 2e-3);
+  EXPECT_NEAR(fitted.onset_s, onset, 2e-3);
   EXPECT_NEAR(fitted.slowdown, 1.15, 0.01);
   ASSERT_TRUE(fitted.attention_slowdown);
   EXPECT_NEAR(*fitted.attention_slowdown, 1.3, 0.01);
   const nlohmann::json& attention = back.measurements.at("throttle_attention");
   EXPECT_EQ(attention.at("seconds").size(), 40u);
-  EXPECT_EQ(attention.at("cached_tokens"), 16384);
+  EXPECT_EQ(attention.at("cached_tokens"), 32768);
 }
 
 }  // namespace

@@ -31,16 +31,17 @@ struct StepProbe {
   // (fit_throttle).
   std::vector<double> throttle_seconds;
   // Then kAttentionThrottleStep back to back the same way, after as long idle as the throttle run ran (at
-  // least 2 s): the prefill attention's own slowdown (split_throttle).
+  // least 2 s): the prefill attention's own slowdown (fit_long_step_throttle, split_throttle).
   std::vector<double> attention_throttle_seconds;
   std::vector<StepSample> steps;  // the probe's steps with their measured seconds
 };
 inline constexpr int64_t kThrottleChunkTokens = 4096;
-// A short chunk after 16K cached tokens: 69 % of its time attention on the H200 (36 ms, 25 of them the
-// attention), where the throttle run's chunk (after none) is 4 %. Shorter than the onset, as fit_throttle
-// needs: its first steps run cool and give the boost-clock time.
+// A chunk after 32K cached tokens: 62 % of its time attention on the H200 (236 ms, 147 of them the
+// attention), where the throttle run's chunk (after none) is 4 %. Its GEMMs hold the GPU at its power
+// limit, so its attention runs at the lowered clock: a step of attention alone (512 tokens after 16K) ran
+// back to back for 10 s without slowing at all. It is longer than the onset (fit_long_step_throttle).
 inline constexpr StepSample kAttentionThrottleStep{
-    .prefill_sequences = 1, .new_tokens = 512, .cached_tokens = 16384};
+    .prefill_sequences = 1, .new_tokens = kThrottleChunkTokens, .cached_tokens = 32768};
 
 // The back-to-back runs before the probe's steps: `seconds` each, none at 0.
 struct ThrottleRuns {
