@@ -42,6 +42,7 @@ struct CalibrateArguments {
   StepGapKind step_gap = StepGapKind::kIdle;
   bool throttle = true;
   double throttle_seconds = 10;
+  bool throttle_attention = false;
   std::string out;
 };
 
@@ -99,7 +100,8 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
   StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
-                                  {.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0});
+                                  {.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0,
+                                   .attention = arguments.throttle && arguments.throttle_attention});
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
   calibration.attention_throttle_seconds = std::move(probe.attention_throttle_seconds);
@@ -227,13 +229,16 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag(
       "--throttle,!--no-throttle", arguments->throttle,
       "On by default with --steps (--no-throttle skips it): time back-to-back prefill chunks from "
-      "a cool GPU first, after none and after 32K cached tokens, fit the power throttle "
-      "(serving.power) and the step costs at the boost clock (docs/cost-model.md)");
+      "a cool GPU first, fit the power throttle (serving.power) and the step costs at the boost "
+      "clock (docs/cost-model.md)");
   command
       ->add_option("--throttle-seconds", arguments->throttle_seconds,
                    "How long each throttle run keeps the GPU busy")
       ->capture_default_str()
       ->check(CLI::Range(1.0, 300.0));
+  command->add_flag("--throttle-attention", arguments->throttle_attention,
+                    "After the throttle run, time chunks after 32K cached tokens back to back as long, and "
+                    "fit prefill attention's own slowdown (serving.power.attention_slowdown)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments] { run(*arguments); });
 }

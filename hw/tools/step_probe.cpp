@@ -146,13 +146,14 @@ std::vector<double> back_to_back(TransformerForward& forward, gpuStream_t stream
   return seconds;
 }
 
-// The throttle run, then the attention one (StepProbe).
+// The throttle run, then the attention one when asked for (StepProbe).
 void throttle_runs(TransformerForward& forward, gpuStream_t stream, std::span<const int> token_ids,
                    int block_tokens, ThrottleRuns runs, StepProbe& probe) {
   const StepSample chunk{.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens};
   probe.throttle_seconds =
       back_to_back(forward, stream, step_sequences(chunk, block_tokens),
                    token_ids.first(static_cast<size_t>(chunk.work().tokens())), 2.0, runs.seconds);
+  if (!runs.attention) return;
   probe.attention_throttle_seconds =
       back_to_back(forward, stream, step_sequences(kAttentionThrottleStep, block_tokens),
                    token_ids.first(static_cast<size_t>(kAttentionThrottleStep.work().tokens())),
@@ -193,10 +194,10 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   std::erase_if(steps, [&](const StepSample& step) { return !fits(step); });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
   std::vector<StepSample> sized_for = steps;
-  if (throttle.seconds > 0) {
+  sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
+  if (throttle.attention) {
     if (!fits(kAttentionThrottleStep))
       throw std::runtime_error("step probe: HBM holds too little KV for the attention throttle run's step");
-    sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
     sized_for.push_back(kAttentionThrottleStep);
   }
   gpu::Stream stream;
