@@ -240,7 +240,14 @@ void add_calibrate_command(CLI::App& app) {
                     "After the throttle run, time chunks after 32K cached tokens back to back as long, and "
                     "fit prefill attention's own slowdown (serving.power.attention_slowdown)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
-  command->callback([arguments] { run(*arguments); });
+  command->callback([arguments, command] {
+    if (!arguments->throttle && (command->count("--throttle-seconds") > 0 || arguments->throttle_attention)) {
+      throw CLI::ValidationError(
+          "--throttle-seconds and --throttle-attention time the throttle runs, which --no-throttle leaves "
+          "out");
+    }
+    run(*arguments);
+  });
 }
 
 }  // namespace kvtier::hw
