@@ -149,6 +149,39 @@ TEST(Simulation, BackToBackPrefillsSlowDownAfterTheThrottlesOnset) {
   EXPECT_NEAR(hot[1], hot[0], 1e-9) << "a minute of idling cools the GPU";
 }
 
+// The same request with prefill attention slowed 1.5x where the rest slows 1.25x: each chunk's throttled
+// part slows by 1.25 + 0.25 × its share of attention, worked out by hand from the calibration's terms
+// (overhead 1 ms, linear layers at 0.8 of 989 TFLOP/s, attention at 0.5). The same factor for both is the
+// one-factor throttle.
+TEST(Simulation, PrefillAttentionSlowsByTheThrottlesOwnFactor) {
+  std::string trace = temp_file("kvtier_sim_attention_throttle.jsonl", mooncake_line(0, 32768, 1, 64));
+  auto ttft = [&](const std::string& power) {
+    const std::string dir =
+        (std::filesystem::temp_directory_path() / ("kvtier_sim_attention_" + std::to_string(power.size())))
+            .string();
+    run(scenario_from(
+            one_gpu_scenario("{loop: open, source: trace, trace: " + trace + "}") + "calibration: " +
+            serving_calibration("kvtier_sim_attention_" + std::to_string(power.size()) + ".json", power) +
+            "\n"),
+        false, dir);
+    return csv_column(dir + "/requests.csv", "ttft_s").at(0);
+  };
+  const double one = ttft(R"({"onset_s": 0.3, "slowdown": 1.25})");
+  EXPECT_NEAR(ttft(R"({"onset_s": 0.3, "slowdown": 1.25, "attention_slowdown": 1.25})"), one, 1e-12);
+  double heat = 0, expected = 0;
+  for (int chunk = 0; chunk < 4; ++chunk) {
+    const double cached = 8192.0 * chunk, n = 8192;
+    const double attention = 2.0 * 32 * 256 * 32 * (n * cached + n * (n + 1) / 2) / (989e12 * 0.5);
+    const double step = 0.001 + 2 * 8.03e9 * n / (989e12 * 0.8) + attention;
+    const double cool = std::clamp(0.3 - heat, 0.0, step);
+    const double seconds = cool + (step - cool) * (1.25 + 0.25 * attention / step);
+    heat = std::min(0.3, heat + seconds);
+    expected += seconds;
+  }
+  EXPECT_NEAR(ttft(R"({"onset_s": 0.3, "slowdown": 1.25, "attention_slowdown": 1.5})"), expected, 1e-6);
+  EXPECT_GT(expected, one + 0.05) << "attention is a large part of chunks after 8K-24K cached";
+}
+
 // transfers.csv of the same three requests: C's load of A's 6 blocks from DRAM is one row, timed as by
 // hand and named for C (request 2); every store is a row, and the stores' bytes are what the D2H link
 // carried; the demotions that B's admission made are named for B (request 1).
