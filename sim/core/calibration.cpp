@@ -253,8 +253,8 @@ constexpr ServingKey kServingKeys[] = {
 };
 constexpr const char* kServingModel = "model";
 constexpr const char* kServingAttention = "attention";
-constexpr const char* kServingPower =
-    "power";  // {"onset_s", "slowdown", "attention_slowdown"?}: PowerThrottle
+// PowerThrottle: {"onset_s", "slowdown"} and optionally "attention_slowdown".
+constexpr const char* kServingPower = "power";
 
 // serving.attention: the kernel's tiling (counts) and each kernel's fitted times (seconds), each a key
 // and the member it holds.

@@ -148,9 +148,7 @@ double CostModel::serving_step_seconds(const StepWork& work) const {
   const double linear =
       std::max(t.linear_flops / (peak_flops_ * c.linear_mfu), t.weight_bytes / achieved_hbm_bandwidth_);
   if (c.attention) return c.step_overhead_s + linear + block_attention_seconds(work);
-  const double attention = (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys +
-                            t.attention_flops_per_query * c.attention_half_rate_queries) /
-                           (peak_flops_ * c.attention_mfu);
+  const double attention = formula_prefill_attention_seconds(t);
   const double decode_attention = t.decode_kv_bytes / (hbm_bandwidth_ * c.attention_bandwidth_efficiency);
   return c.step_overhead_s + linear + attention + decode_attention;
 }
@@ -184,8 +182,11 @@ double CostModel::prefill_attention_seconds(const StepWork& work) const {
   StepWork prefills;
   prefills.prefills = work.prefills;
   if (step_costs_->attention) return block_attention_seconds(prefills);
+  return formula_prefill_attention_seconds(step_terms(prefills));
+}
+
+double CostModel::formula_prefill_attention_seconds(const StepTerms& t) const {
   const StepCosts& c = *step_costs_;
-  const StepTerms t = step_terms(prefills);
   return (t.attention_flops + t.attention_flops_per_key * c.attention_half_rate_keys +
           t.attention_flops_per_query * c.attention_half_rate_queries) /
          (peak_flops_ * c.attention_mfu);

@@ -144,6 +144,8 @@ class CostModel {
   double attention_flops(int64_t cached_tokens, int64_t new_tokens) const;
   double weight_bytes_touched(int64_t tokens) const;
   double serving_step_seconds(const StepWork& work) const;
+  // The serving terms' formula for prefill attention (StepCosts::attention_mfu and half rates).
+  double formula_prefill_attention_seconds(const StepTerms& terms) const;
 
   ModelCard model_;
   double achieved_flops_ = 0;
