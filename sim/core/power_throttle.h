@@ -3,13 +3,13 @@
 // A compute-bound step (its linear layers bound by FLOPs, not by reading the weights: a prefill chunk of a
 // few hundred tokens or more) draws more than a GPU's power limit at its boost clock. The GPU lets that
 // last a while, then lowers its clock: after `onset_s` of such work the rest of the work runs `slowdown`
-// times slower (on the H200 at 700 W: 1.98 GHz to 1.5-1.8 GHz, 1.12-1.16x), except its prefill attention,
-// which runs `attention_slowdown` times slower: the attention kernel is bound by the multiprocessors' clock
-// throughout, while the linear layers' time falls less than the clock. Memory-bound steps and idle time
+// times slower, except its prefill attention when `attention_slowdown` is set: attention and the linear
+// layers need not lose the same share of their speed to the lower clock. Memory-bound steps and idle time
 // cool it down again, a second of either undoing a second of heat. GpuHeat follows that state across a
 // run's steps: a run of back-to-back prefill chunks is throttled after the onset, a prefill between
-// decode steps starts cool. kvtier-hw calibrate measures both numbers on a run of back-to-back prefills
-// (hw/tools/step_probe.h) and prices steps at the boost clock; the simulator slows them with GpuHeat.
+// decode steps starts cool. kvtier-hw calibrate measures the onset and slowdown on a run of back-to-back
+// prefills, and with --throttle-attention attention's own factor on a second run (hw/tools/step_probe.h);
+// it prices steps at the boost clock, and the simulator slows them with GpuHeat.
 #pragma once
 
 #include <optional>

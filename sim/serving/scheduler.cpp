@@ -339,8 +339,11 @@ bool Scheduler::plan_step() {
   if (plan.tokens == 0) return false;
   for (const DecodeWork& decode : plan.decodes) step_work_.add_decode(decode.context_tokens);
   plan.compute_s = cost_.step_seconds(step_work_);
-  plan.heats_gpu = cost_.throttle() && cost_.compute_bound(step_work_);
-  plan.prefill_attention_s = plan.heats_gpu ? cost_.prefill_attention_seconds(step_work_) : 0;
+  const std::optional<PowerThrottle> throttle = cost_.throttle();
+  plan.heats_gpu = throttle && cost_.compute_bound(step_work_);
+  // Only a throttle with attention's own factor needs the step's prefill attention apart.
+  plan.prefill_attention_s =
+      plan.heats_gpu && throttle->attention_slowdown ? cost_.prefill_attention_seconds(step_work_) : 0;
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;
