@@ -38,7 +38,9 @@ struct StepPlan {
   // With a power-throttled cost model (StepCosts::throttle): whether the work heats the GPU (its linear
   // layers bound by FLOPs), so that a simulated run slows it as the GPU heats. Otherwise false.
   bool heats_gpu = false;
-  double prefill_attention_s = 0;  // when it heats the GPU: the part of compute_s that is prefill attention
+  // When it heats the GPU and the throttle slows attention by its own factor: the part of compute_s that
+  // is prefill attention. Otherwise 0.
+  double prefill_attention_s = 0;
 };
 
 struct Decision {
