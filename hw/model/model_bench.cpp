@@ -8,6 +8,10 @@
 //
 // Times are CUDA-event medians after a warm-up. Prints a table and writes everything as JSON (--json).
 // The model is Llama-3.1-8B's shape with random bf16 weights (transformer_shape.h).
+//
+// Where a sequence's pages lie (--page-order): contiguous from page 0, or scattered at random over a pool
+// of --pool-gib, as a serving run's pages end up once its cache has filled HBM and evicted at random
+// places. Each order is measured, so that the two tables show what placement alone costs.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +19,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -48,19 +53,31 @@ double median_ms(int repeats, bool warm_up, Work&& work) {
   return times[times.size() / 2];
 }
 
-std::vector<int> page_range(int first, int count) {
-  std::vector<int> pages(static_cast<size_t>(count));
-  std::iota(pages.begin(), pages.end(), first);
+enum class PageOrder { kContiguous, kScattered };
+
+const char* page_order_name(PageOrder order) {
+  return order == PageOrder::kContiguous ? "contiguous" : "scattered";
+}
+
+// `count` pages of a pool of `pool_pages`: from page 0 up, or distinct pages drawn at random (seeded, so
+// that every run reads the same places).
+std::vector<int> sequence_pages(int count, int64_t pool_pages, PageOrder order) {
+  std::vector<int> pages(static_cast<size_t>(pool_pages));
+  std::iota(pages.begin(), pages.end(), 0);
+  if (order == PageOrder::kScattered) std::shuffle(pages.begin(), pages.end(), std::mt19937_64(7));
+  pages.resize(static_cast<size_t>(count));
   return pages;
 }
 
-json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths, int chunk, int repeats) {
+json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths, int chunk, int repeats,
+                   PageOrder order) {
   json rows = json::array();
   const TransformerShape& shape = forward.config().shape;
   const int block = forward.config().block_tokens;
   for (int length : lengths) {
     const int step_tokens = chunk > 0 ? std::min(chunk, length) : length;
-    const std::vector<int> pages = page_range(0, (length + block - 1) / block);
+    const std::vector<int> pages =
+        sequence_pages((length + block - 1) / block, forward.config().kv_pages, order);
     std::vector<int> tokens;
     append_prompt_tokens(tokens, 0, 0, step_tokens, shape.vocab);
     auto prefill = [&] {
@@ -72,9 +89,16 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
     const double ms = median_ms(repeats, length <= 16384, prefill);
     const double flops = linear_flops(shape, length, 1) + shape.layers * attention_flops(shape, length, 0);
     const bool wgmma = attention_uses_wgmma(shape.head_dim, shape.heads, shape.kv_heads, block, 1, forward.config().attention_rows);
-    rows.push_back({{"attention_rows", forward.config().attention_rows}, {"attention_kernel", wgmma ? "wgmma" : "mma.sync"}, {"tokens", length}, {"chunk", step_tokens}, {"ms", ms}, {"tokens_per_s", length / (ms / 1e3)},
-                    {"model_tflops", flops / (ms / 1e3) / 1e12}});
-    std::printf("prefill (%3d rows) %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n", forward.config().attention_rows, length, step_tokens, ms,
+    rows.push_back({{"attention_rows", forward.config().attention_rows},
+                    {"attention_kernel", wgmma ? "wgmma" : "mma.sync"},
+                    {"tokens", length},
+                    {"chunk", step_tokens},
+                    {"ms", ms},
+                    {"tokens_per_s", length / (ms / 1e3)},
+                    {"model_tflops", flops / (ms / 1e3) / 1e12},
+                    {"page_order", page_order_name(order)}});
+    std::printf("prefill (%3d rows, %-10s) %7d tokens (chunk %6d): %9.1f ms  %8.0f tok/s  %5.0f TFLOP/s\n",
+                forward.config().attention_rows, page_order_name(order), length, step_tokens, ms,
                 length / (ms / 1e3), flops / (ms / 1e3) / 1e12);
     std::fflush(stdout);
   }
@@ -82,8 +106,9 @@ json bench_prefill(TransformerForward& forward, const std::vector<int>& lengths,
 }
 
 // Attention of one layer over the forward pass's pool: prefill (new = length, no context) and decode.
-json bench_attention(TransformerForward& forward, const std::vector<int>& lengths, const std::vector<std::string>& kernels,
-                     int repeats, int multiprocessors) {
+json bench_attention(TransformerForward& forward, const std::vector<int>& lengths,
+                     const std::vector<std::string>& kernels, int repeats, int multiprocessors,
+                     PageOrder order) {
   const int rows = forward.config().attention_rows;
   json results = json::array();
   const TransformerShape& shape = forward.config().shape;
@@ -98,7 +123,7 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
   for (int length : lengths) {
     const int pages = (length + block - 1) / block;
     std::vector<int> host = {0, length, 0};
-    const std::vector<int> table = page_range(0, pages);
+    const std::vector<int> table = sequence_pages(pages, forward.config().kv_pages, order);
     host.insert(host.end(), table.begin(), table.end());
     gpu::DeviceBuffer<int> ints(host.size());
     ints.upload(host.data(), host.size());
@@ -113,8 +138,8 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
       });
       const double tflops = attention_flops(shape, length, 0) / (ms / 1e3) / 1e12;
       prefill.push_back({{"kernel", wgmma ? "wgmma" : "mma.sync"}, {"ms", ms}, {"tflops", tflops}});
-      std::printf("attention (%3d rows) %7d tokens: prefill %-8s %8.2f ms %6.1f TFLOP/s\n", rows, length,
-                  wgmma ? "wgmma" : "mma.sync", ms, tflops);
+      std::printf("attention (%3d rows, %-10s) %7d tokens: prefill %-8s %8.2f ms %6.1f TFLOP/s\n", rows,
+                  page_order_name(order), length, wgmma ? "wgmma" : "mma.sync", ms, tflops);
       std::fflush(stdout);
     }
     // Decode: one new token after length - 1 cached ones.
@@ -127,12 +152,18 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
       paged_attention(decode, kv, q.data(), out.data(), shape.heads, scale, splits, workspace.data(), nullptr, rows);
     });
     const double kv_bytes = 2.0 * length * shape.kv_width() * 2;
-    results.push_back({{"attention_rows", rows}, {"tokens", length}, {"prefill_ms", prefill[0]["ms"]},
-                       {"prefill_tflops", prefill[0]["tflops"]}, {"prefill_kernel", prefill[0]["kernel"]},
-                       {"prefill_by_kernel", prefill}, {"decode_ms", decode_ms}, {"decode_splits", splits},
+    results.push_back({{"attention_rows", rows},
+                       {"page_order", page_order_name(order)},
+                       {"tokens", length},
+                       {"prefill_ms", prefill[0]["ms"]},
+                       {"prefill_tflops", prefill[0]["tflops"]},
+                       {"prefill_kernel", prefill[0]["kernel"]},
+                       {"prefill_by_kernel", prefill},
+                       {"decode_ms", decode_ms},
+                       {"decode_splits", splits},
                        {"decode_kv_gb_per_s", kv_bytes / (decode_ms / 1e3) / 1e9}});
-    std::printf("attention (%3d rows) %7d tokens: decode %7.3f ms %6.0f GB/s (%d splits)\n", rows, length, decode_ms,
-                kv_bytes / (decode_ms / 1e3) / 1e9, splits);
+    std::printf("attention (%3d rows, %-10s) %7d tokens: decode %7.3f ms %6.0f GB/s (%d splits)\n", rows,
+                page_order_name(order), length, decode_ms, kv_bytes / (decode_ms / 1e3) / 1e9, splits);
     std::fflush(stdout);
   }
   return results;
@@ -172,6 +203,8 @@ int run(int argc, char** argv) {
   CLI::App app{"kvtier-model-bench: prefill tok/s, attention and GEMM rates of a model's shapes on one GPU"};
   std::vector<int> lengths = {1024, 4096, 16384, 32768, 65536, 131072};
   int chunk = 0, repeats = 3, block_tokens = 16;
+  double pool_gib = 0;
+  std::vector<std::string> page_orders = {"contiguous"};
   std::string json_path, gemm_name = "blaslt";
   bool skip_prefill = false, skip_gemm = false;
   std::vector<int> attention_rows = {kAttentionRows};
@@ -189,6 +222,15 @@ int run(int argc, char** argv) {
                  "is the one reported as prefill_tflops")
       ->delimiter(',')
       ->check(CLI::IsMember({"auto", "mma"}));
+  app.add_option("--pool-gib", pool_gib,
+                 "KV pool in GiB (0: the longest prompt's pages); scattered pages spread over all of it")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option(
+         "--page-order", page_orders,
+         "where each sequence's pages lie: contiguous (from page 0), scattered (at random over the pool); "
+         "each is measured")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"contiguous", "scattered"}));
   app.add_option("--json", json_path, "write the results here");
   app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
   app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
@@ -200,7 +242,12 @@ int run(int argc, char** argv) {
   config.shape = shape;
   config.block_tokens = block_tokens;
   config.max_pages_per_sequence = (longest + block_tokens - 1) / block_tokens;
-  config.kv_pages = config.max_pages_per_sequence;
+  const KvPageGeometry geometry{.layers_in_group = shape.layers,
+                                .kv_heads = shape.kv_heads,
+                                .head_dim = shape.head_dim,
+                                .block_tokens = block_tokens};
+  config.kv_pages = std::max<int64_t>(config.max_pages_per_sequence,
+                                      static_cast<int64_t>(pool_gib * (1ull << 30) / geometry.page_bytes()));
   config.max_step_tokens = chunk > 0 ? std::min(chunk, longest) : longest;
   config.gemm = gemm_name == "blas" ? GemmBackend::kBlas : GemmBackend::kBlasLt;
   int multiprocessors = 0;
@@ -208,15 +255,22 @@ int run(int argc, char** argv) {
   json result = {{"device", gpu::current_device_description()},
                  {"model", "Llama-3.1-8B shape, random bf16 weights"},
                  {"block_tokens", block_tokens},
-                 {"gemm_backend", gemm_name}};
+                 {"gemm_backend", gemm_name},
+                 {"kv_pool_pages", config.kv_pages},
+                 {"kv_page_bytes", geometry.page_bytes()}};
   result["attention"] = json::array();
   result["prefill"] = json::array();
   for (int rows : attention_rows) {
     config.attention_rows = rows;
     TransformerForward forward(config, nullptr);
-    for (json& row : bench_attention(forward, lengths, attention_kernels, repeats, multiprocessors)) result["attention"].push_back(row);
-    if (skip_prefill) continue;
-    for (json& row : bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1))) result["prefill"].push_back(row);
+    for (const std::string& name : page_orders) {
+      const PageOrder order = name == "scattered" ? PageOrder::kScattered : PageOrder::kContiguous;
+      for (json& row : bench_attention(forward, lengths, attention_kernels, repeats, multiprocessors, order))
+        result["attention"].push_back(row);
+      if (skip_prefill) continue;
+      for (json& row : bench_prefill(forward, lengths, chunk, std::max(1, repeats - 1), order))
+        result["prefill"].push_back(row);
+    }
   }
   if (!skip_gemm) result["gemm"] = bench_gemm(shape, repeats);
   if (!json_path.empty()) std::ofstream(json_path) << result.dump(2) << "\n";
