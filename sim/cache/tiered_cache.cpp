@@ -42,7 +42,7 @@ TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int
   }
 }
 
-uint32_t TieredCache::intern(uint64_t id, uint32_t parent) {
+uint32_t TieredCache::intern_block(uint64_t id, uint32_t parent) {
   const auto slot = static_cast<uint32_t>(blocks_.size());
   if (uint32_t known = index_.insert(id, slot); known != slot) return known;
   Block block{.id = id, .parent = parent, .first_child = kNoSlot, .next_sibling = kNoSlot};
@@ -167,15 +167,23 @@ PrefixHit TieredCache::lookup(std::span<const uint64_t> block_ids) const {
 }
 
 bool TieredCache::admit(std::span<const uint64_t> block_ids, Admission& out) {
-  out.admitted = false;
-  out.slots.clear();
-  chain_.clear();
+  intern(block_ids, chain_);
+  return admit_chain(chain_, out);
+}
+
+void TieredCache::intern(std::span<const uint64_t> block_ids, std::vector<uint32_t>& chain) {
+  chain.clear();
   uint32_t parent = kNoSlot;
   for (uint64_t id : block_ids) {
-    parent = intern(id, parent);
-    chain_.push_back(parent);
+    parent = intern_block(id, parent);
+    chain.push_back(parent);
   }
-  fill_prefix(chain_, out.prefix);
+}
+
+bool TieredCache::admit_chain(std::span<const uint32_t> chain, Admission& out) {
+  out.admitted = false;
+  out.slots.clear();
+  fill_prefix(chain, out.prefix);
 
   if (++epoch_ == 0) {
     for (Block& block : blocks_) block.mark = 0;
@@ -184,14 +192,14 @@ bool TieredCache::admit(std::span<const uint64_t> block_ids, Admission& out) {
   leading_.clear();
   int64_t new_pins = 0;
   int64_t missing = 0;
-  for (size_t position = 0; position < chain_.size(); ++position) {
-    Block& block = blocks_[chain_[position]];
+  for (size_t position = 0; position < chain.size(); ++position) {
+    Block& block = blocks_[chain[position]];
     if (block.mark == epoch_) continue;
     block.mark = epoch_;
-    out.slots.push_back(chain_[position]);
+    out.slots.push_back(chain[position]);
     leading_.push_back(static_cast<int64_t>(position) < out.prefix.hit_blocks);
     new_pins += block.pins == 0;
-    missing += !in_tier(0, chain_[position]);
+    missing += !in_tier(0, chain[position]);
   }
   if (tiers_[0].pinned + new_pins > tiers_[0].capacity_blocks) {
     out.slots.clear();

@@ -57,6 +57,12 @@ class TieredCache {
   PrefixHit lookup(std::span<const uint64_t> block_ids) const;
   // Returns out.admitted. `out` is overwritten (its buffers are reused, so a replay allocates nothing).
   bool admit(std::span<const uint64_t> block_ids, Admission& out);
+  // admit() in two halves, for a caller that may try one request many times (a serving engine whose
+  // queue head waits for room): intern() puts the request's blocks in the cache's table once (blocks
+  // first seen are added; `chain` gets each block's slot, an internal handle valid for the cache's life),
+  // admit_chain() admits that chain. admit(ids, out) is intern() then admit_chain().
+  void intern(std::span<const uint64_t> block_ids, std::vector<uint32_t>& chain);
+  bool admit_chain(std::span<const uint32_t> chain, Admission& out);
   // REQUIRES: `admission` came from a successful admit() and was not released yet.
   void release(Admission& admission);
   // Returns false, changing nothing, when the tier's pinned blocks would not fit in `bytes`.
@@ -96,7 +102,7 @@ class TieredCache {
     std::vector<uint8_t> held;       // what the policy was told: 1 = held out of victim()'s reach
   };
 
-  uint32_t intern(uint64_t id, uint32_t parent);
+  uint32_t intern_block(uint64_t id, uint32_t parent);
   bool in_tier(int t, uint32_t slot) const { return blocks_[slot].tier_mask >> t & 1u; }
   void emit(CacheEventKind kind, uint32_t slot, int from, int to);
   void sync_hold(int t, uint32_t slot);

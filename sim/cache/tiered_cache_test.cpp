@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <random>
 
 #include "sim/cache/cache_test_support.h"
@@ -37,6 +38,46 @@ TEST(TieredCache, PrefixHitIsTheLeadingRunOfCachedBlocks) {
   EXPECT_EQ(hit.hit_blocks_by_tier[0], 2);
   EXPECT_EQ(hit.tier_of_block, (std::vector<int>{0, 0}));
   EXPECT_EQ(cache.lookup(std::vector<uint64_t>{9, 1}).hit_blocks, 0);
+}
+
+// A queue head's chain, interned once, is refused, then admitted once room is made: with the hits, events
+// and pins that admit() gives a fresh cache in the same state.
+TEST(TieredCache, ChainInternedOnceAdmitsAsAdmitDoes) {
+  auto fresh_pair = [] {
+    auto cache =
+        std::make_unique<TieredCache>(std::vector<TierSpec>{make_tier("hbm", 4), make_tier("dram", 4)});
+    Admission first;
+    EXPECT_TRUE(cache->admit(std::vector<uint64_t>{1, 2, 3}, first));
+    return std::pair{std::move(cache), std::move(first)};
+  };
+  const std::vector<uint64_t> head = {1, 2, 7, 8};
+  auto [by_chain, running] = fresh_pair();
+  RecordingSink chain_events;
+  by_chain->set_event_sink(&chain_events);
+  std::vector<uint32_t> chain;
+  by_chain->intern(head, chain);
+  EXPECT_EQ(chain.size(), 4u);
+  Admission waiting;
+  EXPECT_FALSE(by_chain->admit_chain(chain, waiting));  // 3 pinned + 2 new > 4
+  by_chain->release(running);
+  ASSERT_TRUE(by_chain->admit_chain(chain, waiting));
+
+  auto [by_ids, other] = fresh_pair();
+  RecordingSink id_events;
+  by_ids->set_event_sink(&id_events);
+  by_ids->release(other);
+  Admission reference;
+  ASSERT_TRUE(by_ids->admit(head, reference));
+  EXPECT_EQ(waiting.prefix.hit_blocks, 2);
+  EXPECT_EQ(waiting.prefix.hit_blocks, reference.prefix.hit_blocks);
+  EXPECT_EQ(waiting.slots, reference.slots);
+  ASSERT_EQ(chain_events.events.size(), id_events.events.size());
+  for (size_t i = 0; i < id_events.events.size(); ++i) {
+    EXPECT_EQ(chain_events.events[i].kind, id_events.events[i].kind) << i;
+    EXPECT_EQ(chain_events.events[i].block, id_events.events[i].block) << i;
+  }
+  EXPECT_EQ(by_chain->pinned_blocks(0), 4);
+  EXPECT_EQ(by_chain->used_blocks(1), by_ids->used_blocks(1));
 }
 
 TEST(TieredCache, AdmissionThatDoesNotFitChangesNothing) {

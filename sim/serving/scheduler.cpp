@@ -9,6 +9,7 @@ namespace kvtier {
 struct Scheduler::Sequence {
   Request request;
   size_t record = 0;
+  std::vector<uint32_t> chain;  // the request's blocks in the cache's table, from its first admission try
   Admission admission;
   int64_t cached_tokens = 0;  // loaded or already in HBM, not recomputed
   int64_t prefilled = 0;      // tokens whose KV exists, cached ones included
@@ -145,7 +146,9 @@ void Scheduler::admit_waiting() {
 
 bool Scheduler::admit(Sequence& seq) {
   events_->events.clear();
-  if (!cache_.admit(seq.request.block_ids, seq.admission)) return false;
+  // A queue head may be tried at every step while it waits for room: its blocks are looked up once.
+  if (seq.chain.empty()) cache_.intern(seq.request.block_ids, seq.chain);
+  if (!cache_.admit_chain(seq.chain, seq.admission)) return false;
   if (seq.request.prefilled_elsewhere) {
     receive_prefilled(seq);
     return true;
