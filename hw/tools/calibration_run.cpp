@@ -172,8 +172,11 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
     const PowerThrottle attention_run =
         fit_long_step_throttle(run.attention_throttle_seconds, throttle->onset_s);
     const StepSample chunk{.prefill_sequences = 1, .new_tokens = run.throttle_chunk_tokens};
-    calibration.measurements["throttle_attention"] = {{"new_tokens", kAttentionThrottleStep.new_tokens},
-                                                      {"cached_tokens", kAttentionThrottleStep.cached_tokens},
+    const StepSample& step = run.attention_throttle_step;
+    calibration.measurements["throttle_attention"] = {{"new_tokens", step.new_tokens},
+                                                      {"cached_tokens", step.cached_tokens},
+                                                      {"decode_sequences", step.decode_sequences},
+                                                      {"decode_context", step.decode_context},
                                                       {"seconds", run.attention_throttle_seconds},
                                                       {"onset_s", attention_run.onset_s},
                                                       {"slowdown", attention_run.slowdown}};
@@ -183,7 +186,7 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
     for (int round = 0; round < 2; ++round) {
       const CostModel fitted(run.step_model, hardware, kv_bytes_per_token, fit.costs);
       throttle = split_throttle(chunk_run, attention_share(fitted, chunk), attention_run,
-                                attention_share(fitted, kAttentionThrottleStep));
+                                attention_share(fitted, step));
       fit = fit_step_costs(run.step_model, hardware, kv_bytes_per_token, run.steps, run.attention_tiling,
                            throttle);
     }

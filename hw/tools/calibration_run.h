@@ -20,6 +20,7 @@
 #include "hw/tools/disk_probe.h"
 #include "hw/tools/gemm_probe.h"
 #include "hw/tools/step_fit.h"
+#include "hw/tools/step_probe.h"
 #include "sim/core/calibration.h"
 #include "sim/core/hardware.h"
 
@@ -47,9 +48,10 @@ struct CalibrationRun {
   // the fit has no power throttle.
   std::vector<double> throttle_seconds = {};
   int64_t throttle_chunk_tokens = 0;
-  // kAttentionThrottleStep (step_probe.h) back to back the same way; empty: not measured, and the throttle
-  // slows prefill attention as much as the rest.
+  // attention_throttle_step back to back the same way; empty: not measured, and the throttle slows prefill
+  // attention as much as the rest.
   std::vector<double> attention_throttle_seconds = {};
+  StepSample attention_throttle_step = kAttentionThrottleStep;
   std::optional<AttentionCosts> attention_tiling = {};  // how the steps' attention cut its launches
 };
 

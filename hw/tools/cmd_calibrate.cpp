@@ -43,6 +43,8 @@ struct CalibrateArguments {
   bool throttle = true;
   double throttle_seconds = 10;
   bool throttle_attention = false;
+  std::string throttle_attention_step;
+  StepSample attention_step = kAttentionThrottleStep;  // --throttle-attention-step, parsed
   std::string out;
 };
 
@@ -99,9 +101,12 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   }
   calibration.step_block_tokens = arguments.step_block_tokens;
   calibration.step_gap = {arguments.step_gap, arguments.step_gap_ms * 1e-3};
-  StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
-                                  {.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0,
-                                   .attention = arguments.throttle && arguments.throttle_attention});
+  calibration.attention_throttle_step = arguments.attention_step;
+  ThrottleRuns runs{.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0,
+                    .attention = std::nullopt};
+  if (arguments.throttle && arguments.throttle_attention) runs.attention = arguments.attention_step;
+  StepProbe probe =
+      measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap, runs);
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
   calibration.attention_throttle_seconds = std::move(probe.attention_throttle_seconds);
@@ -239,12 +244,25 @@ void add_calibrate_command(CLI::App& app) {
   command->add_flag("--throttle-attention", arguments->throttle_attention,
                     "After the throttle run, time chunks after 32K cached tokens back to back as long, and "
                     "fit prefill attention's own slowdown (serving.power.attention_slowdown)");
+  command->add_option(
+      "--throttle-attention-step", arguments->throttle_attention_step,
+      "The attention run's step instead of 4096:32768: NEW:CACHED, or NEW:CACHED:DECODES:CONTEXT "
+      "beside decodes (a serving step's shape, e.g. 8192:32768:40:16384); implies "
+      "--throttle-attention");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments, command] {
+    if (!arguments->throttle_attention_step.empty()) {
+      try {
+        arguments->attention_step = parse_step_shape(arguments->throttle_attention_step);
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--throttle-attention-step", e.what());
+      }
+      arguments->throttle_attention = true;
+    }
     if (!arguments->throttle && (command->count("--throttle-seconds") > 0 || arguments->throttle_attention)) {
       throw CLI::ValidationError(
-          "--throttle-seconds and --throttle-attention time the throttle runs, which --no-throttle leaves "
-          "out");
+          "--throttle-seconds and --throttle-attention(-step) time the throttle runs, which --no-throttle "
+          "leaves out");
     }
     run(*arguments);
   });

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "hw/tools/attention_fit.h"
 
@@ -155,6 +157,32 @@ const char* StepSample::kind() const {
 
 int64_t StepSample::kv_tokens() const {
   return prefill_sequences * (cached_tokens + new_tokens) + decode_sequences * (decode_context + 1);
+}
+
+StepSample parse_step_shape(const std::string& text) {
+  const std::string expected =
+      "expected NEW:CACHED or NEW:CACHED:DECODES:CONTEXT in tokens, got '" + text + "'";
+  std::vector<int64_t> fields;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = std::min(text.find(':', start), text.size());
+    const std::string field = text.substr(start, end - start);
+    int64_t value = 0;
+    const auto [rest, error] = std::from_chars(field.data(), field.data() + field.size(), value);
+    if (field.empty() || error != std::errc() || rest != field.data() + field.size() || value < 0)
+      throw std::invalid_argument(expected);
+    fields.push_back(value);
+    start = end + 1;
+  }
+  if ((fields.size() != 2 && fields.size() != 4) || fields[0] == 0) throw std::invalid_argument(expected);
+  StepSample step{.prefill_sequences = 1, .new_tokens = fields[0], .cached_tokens = fields[1]};
+  if (fields.size() == 4) {
+    step.decode_sequences = fields[2];
+    step.decode_context = fields[3];
+    if (step.decode_sequences > 0 && step.decode_context == 0)
+      throw std::invalid_argument(expected + ": decodes need a context of at least one token");
+  }
+  return step;
 }
 
 std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {

@@ -70,6 +70,11 @@ struct StepSample {
   int64_t kv_tokens() const;
 };
 
+// A step written NEW:CACHED or NEW:CACHED:DECODES:CONTEXT (tokens; one prefill sequence of NEW after
+// CACHED, beside DECODES sequences decoding after CONTEXT each), as `kvtier-hw calibrate
+// --throttle-attention-step` takes it. Throws std::invalid_argument saying what was expected.
+StepSample parse_step_shape(const std::string& text);
+
 // The steps calibrate times, in order: prefill n in {512, 2K, 8K, 16K} after c in {0, 4K, 16K, 64K} and
 // n in {1K, 4K} after c in {16K, 32K} (agent turns), decode batches of 1 to 256 at 1K to 40K, five mixed
 // steps and one near-empty step (1 token after 16); those needing more than `kv_tokens_available` KV tokens

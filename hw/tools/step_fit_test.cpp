@@ -306,16 +306,15 @@ TEST(StepFit, LongStepThrottleFromTheFirstStepAndTheRest) {
   EXPECT_THROW(fit_long_step_throttle(seconds, 0), std::invalid_argument);
 }
 
-// The chunk run and the attention run (kAttentionThrottleStep), timed on a GPU whose prefill attention
-// slows 1.3x where the rest slows 1.15x, with an onset between the two steps' times: the file's throttle
-// recovers both within 1 % (the chunk run's fit is to a 0.25 % grid, and the shares come from costs fitted
-// to steps 1 % off).
-TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
+// The chunk run and an attention run, timed on a GPU whose prefill attention slows 1.3x where the rest
+// slows 1.15x, with an onset between the two steps' times: the file's throttle recovers both within 1 %
+// (the chunk run's fit is to a 0.25 % grid, and the shares come from costs fitted to steps 1 % off).
+void expect_attention_slowdown_recovered(const StepSample& attention_step) {
   const ModelOnH200 setup;
   const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, kTruth);
   const StepSample chunk{.prefill_sequences = 1, .new_tokens = 4096};
   const double onset = 1.5 * truth.step_seconds(chunk.work());
-  ASSERT_GT(truth.step_seconds(kAttentionThrottleStep.work()), 1.2 * onset);
+  ASSERT_GT(truth.step_seconds(attention_step.work()), 1.2 * onset);
   const PowerThrottle truth_throttle{.onset_s = onset, .slowdown = 1.15, .attention_slowdown = 1.3};
   auto back_to_back = [&](const StepSample& step) {
     GpuHeat heat(truth_throttle);
@@ -329,7 +328,8 @@ TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
   CalibrationRun run = synthetic_run(setup);
   run.throttle_chunk_tokens = 4096;
   run.throttle_seconds = back_to_back(chunk);
-  run.attention_throttle_seconds = back_to_back(kAttentionThrottleStep);
+  run.attention_throttle_step = attention_step;
+  run.attention_throttle_seconds = back_to_back(attention_step);
   const Calibration back = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
   const PowerThrottle fitted = *serving_step_costs(back, setup.model)->throttle;
   EXPECT_NEAR(fitted.onset_s, onset, 2e-3);
@@ -338,7 +338,42 @@ TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
   EXPECT_NEAR(*fitted.attention_slowdown, 1.3, 0.01);
   const nlohmann::json& attention = back.measurements.at("throttle_attention");
   EXPECT_EQ(attention.at("seconds").size(), 40u);
-  EXPECT_EQ(attention.at("cached_tokens"), 32768);
+  EXPECT_EQ(attention.at("new_tokens"), attention_step.new_tokens);
+  EXPECT_EQ(attention.at("cached_tokens"), attention_step.cached_tokens);
+  EXPECT_EQ(attention.at("decode_sequences"), attention_step.decode_sequences);
+  EXPECT_EQ(attention.at("decode_context"), attention_step.decode_context);
+}
+
+TEST(StepFit, TheAttentionThrottleRunGivesAttentionItsOwnSlowdown) {
+  expect_attention_slowdown_recovered(kAttentionThrottleStep);
+}
+
+// A serving step's shape, decodes beside the chunk: their attention counts with the rest, as the cost
+// model's prefill_attention_seconds leaves it.
+TEST(StepFit, AnAttentionRunOfAServingStepsShapeGivesTheSameSlowdowns) {
+  expect_attention_slowdown_recovered(parse_step_shape("8192:32768:40:16384"));
+}
+
+TEST(StepFit, StepShapesParseOrSayWhatWasExpected) {
+  const StepSample chunk = parse_step_shape("4096:32768");
+  EXPECT_EQ(chunk.prefill_sequences, 1);
+  EXPECT_EQ(chunk.new_tokens, 4096);
+  EXPECT_EQ(chunk.cached_tokens, 32768);
+  EXPECT_EQ(chunk.decode_sequences, 0);
+  const StepSample mixed = parse_step_shape("8192:0:40:16384");
+  EXPECT_EQ(mixed.new_tokens, 8192);
+  EXPECT_EQ(mixed.cached_tokens, 0);
+  EXPECT_EQ(mixed.decode_sequences, 40);
+  EXPECT_EQ(mixed.decode_context, 16384);
+  for (const char* bad : {"", "4096", "4096:", ":4096", "4096:32K", "0:32768", "4096:-1", "4096:1:2",
+                          "4096:1:2:3:4", "4096:32768:8:0", " 4096:1"}) {
+    try {
+      parse_step_shape(bad);
+      ADD_FAILURE() << "accepted '" << bad << "'";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("NEW:CACHED"), std::string::npos) << bad;
+    }
+  }
 }
 
 }  // namespace

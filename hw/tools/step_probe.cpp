@@ -155,8 +155,8 @@ void throttle_runs(TransformerForward& forward, gpuStream_t stream, std::span<co
                    token_ids.first(static_cast<size_t>(chunk.work().tokens())), 2.0, runs.seconds);
   if (!runs.attention) return;
   probe.attention_throttle_seconds =
-      back_to_back(forward, stream, step_sequences(kAttentionThrottleStep, block_tokens),
-                   token_ids.first(static_cast<size_t>(kAttentionThrottleStep.work().tokens())),
+      back_to_back(forward, stream, step_sequences(*runs.attention, block_tokens),
+                   token_ids.first(static_cast<size_t>(runs.attention->work().tokens())),
                    std::max(2.0, runs.seconds), runs.seconds);
 }
 
@@ -196,9 +196,9 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   std::vector<StepSample> sized_for = steps;
   sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
   if (throttle.attention) {
-    if (!fits(kAttentionThrottleStep))
+    if (!fits(*throttle.attention))
       throw std::runtime_error("step probe: HBM holds too little KV for the attention throttle run's step");
-    sized_for.push_back(kAttentionThrottleStep);
+    sized_for.push_back(*throttle.attention);
   }
   gpu::Stream stream;
   TransformerForward forward(forward_config(shape, sized_for, kv_tokens, block_tokens), stream.get());

@@ -30,9 +30,9 @@ struct StepProbe {
   // idle), each one's time, for the run's seconds: what the GPU's power throttle does to a sustained load
   // (fit_throttle).
   std::vector<double> throttle_seconds;
-  // With the attention run: kAttentionThrottleStep back to back the same way, after as long idle as the
-  // throttle run ran (at least 2 s): the prefill attention's own slowdown (fit_long_step_throttle,
-  // split_throttle).
+  // With the attention run: its step (kAttentionThrottleStep unless another is asked for) back to back
+  // the same way, after as long idle as the throttle run ran (at least 2 s): the prefill attention's own
+  // slowdown (fit_long_step_throttle, split_throttle).
   std::vector<double> attention_throttle_seconds;
   std::vector<StepSample> steps;  // the probe's steps with their measured seconds
 };
@@ -44,10 +44,11 @@ inline constexpr int64_t kThrottleChunkTokens = 4096;
 inline constexpr StepSample kAttentionThrottleStep{
     .prefill_sequences = 1, .new_tokens = kThrottleChunkTokens, .cached_tokens = 32768};
 
-// The back-to-back runs before the probe's steps: `seconds` each (none at 0), the attention one when asked.
+// The back-to-back runs before the probe's steps: `seconds` each (none at 0), the attention one with its
+// step when asked.
 struct ThrottleRuns {
   double seconds = 0;
-  bool attention = false;
+  std::optional<StepSample> attention;
 };
 
 // The throttle runs, then the probe's steps, every timed run after `gap`. With a throttle run, a gap of
