@@ -25,7 +25,7 @@ void require(bool ok, const std::string& what) {
 TransformerForward::TransformerForward(const ForwardConfig& config, gpuStream_t stream)
     : config_(config),
       stream_(stream),
-      geometry_{config.shape.layers, config.shape.kv_heads, config.shape.head_dim, config.block_tokens},
+      geometry_(forward_kv_geometry(config.shape, config.block_tokens)),
       gemm_(stream, config.gemm) {
   const TransformerShape& s = config.shape;
   s.validate();

@@ -31,6 +31,14 @@
 
 namespace kvtier::hw {
 
+// The forward pass's KV page: every layer of `shape` in one bf16 group, block_tokens tokens.
+inline KvPageGeometry forward_kv_geometry(const TransformerShape& shape, int block_tokens) {
+  return {.layers_in_group = shape.layers,
+          .kv_heads = shape.kv_heads,
+          .head_dim = shape.head_dim,
+          .block_tokens = block_tokens};
+}
+
 struct ForwardConfig {
   TransformerShape shape;
   int block_tokens = 16;

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <numeric>
 #include <random>
@@ -204,7 +205,7 @@ int run(int argc, char** argv) {
   std::vector<int> lengths = {1024, 4096, 16384, 32768, 65536, 131072};
   int chunk = 0, repeats = 3, block_tokens = 16;
   double pool_gib = 0;
-  std::vector<std::string> page_orders = {"contiguous"};
+  std::vector<PageOrder> page_orders = {PageOrder::kContiguous};
   std::string json_path, gemm_name = "blaslt";
   bool skip_prefill = false, skip_gemm = false;
   std::vector<int> attention_rows = {kAttentionRows};
@@ -230,7 +231,8 @@ int run(int argc, char** argv) {
          "where each sequence's pages lie: contiguous (from page 0), scattered (at random over the pool); "
          "each is measured")
       ->delimiter(',')
-      ->check(CLI::IsMember({"contiguous", "scattered"}));
+      ->transform(CLI::CheckedTransformer(std::map<std::string, PageOrder>{
+          {"contiguous", PageOrder::kContiguous}, {"scattered", PageOrder::kScattered}}));
   app.add_option("--json", json_path, "write the results here");
   app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
   app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
@@ -242,10 +244,7 @@ int run(int argc, char** argv) {
   config.shape = shape;
   config.block_tokens = block_tokens;
   config.max_pages_per_sequence = (longest + block_tokens - 1) / block_tokens;
-  const KvPageGeometry geometry{.layers_in_group = shape.layers,
-                                .kv_heads = shape.kv_heads,
-                                .head_dim = shape.head_dim,
-                                .block_tokens = block_tokens};
+  const KvPageGeometry geometry = forward_kv_geometry(shape, block_tokens);
   config.kv_pages = std::max<int64_t>(config.max_pages_per_sequence,
                                       static_cast<int64_t>(pool_gib * (1ull << 30) / geometry.page_bytes()));
   config.max_step_tokens = chunk > 0 ? std::min(chunk, longest) : longest;
@@ -263,8 +262,7 @@ int run(int argc, char** argv) {
   for (int rows : attention_rows) {
     config.attention_rows = rows;
     TransformerForward forward(config, nullptr);
-    for (const std::string& name : page_orders) {
-      const PageOrder order = name == "scattered" ? PageOrder::kScattered : PageOrder::kContiguous;
+    for (PageOrder order : page_orders) {
       for (json& row : bench_attention(forward, lengths, attention_kernels, repeats, multiprocessors, order))
         result["attention"].push_back(row);
       if (skip_prefill) continue;

@@ -41,12 +41,8 @@ int64_t pool_tokens(const TransformerShape& shape, int block_tokens) {
   KVTIER_GPU_CHECK(gpuMemGetInfo(&free_bytes, &total_bytes));
   const double weights = 2.0 * (static_cast<double>(shape.linear_params_per_layer()) * shape.layers +
                                 2.0 * shape.vocab * shape.hidden);
-  const KvPageGeometry geometry{.layers_in_group = shape.layers,
-                                .kv_heads = shape.kv_heads,
-                                .head_dim = shape.head_dim,
-                                .block_tokens = block_tokens};
   const double pages = (static_cast<double>(free_bytes) - weights - kActivationReserve) /
-                       static_cast<double>(geometry.page_bytes());
+                       static_cast<double>(forward_kv_geometry(shape, block_tokens).page_bytes());
   return std::clamp<int64_t>(static_cast<int64_t>(pages) * block_tokens, 0, kMostKvTokens);
 }
 
