@@ -4,6 +4,7 @@
 #include <chrono>
 #include <thread>
 #include <stdexcept>
+#include <string>
 
 #if defined(KVTIER_GPU_CUDA) || defined(KVTIER_HAVE_HIPBLAS)
 #define KVTIER_HAVE_FORWARD 1
@@ -192,8 +193,13 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
   std::vector<StepSample> sized_for = steps;
   sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
   if (throttle.attention) {
-    if (!fits(*throttle.attention))
-      throw std::runtime_error("step probe: HBM holds too little KV for the attention throttle run's step");
+    if (!fits(*throttle.attention)) {
+      throw std::runtime_error("step probe: the attention throttle run's step needs " +
+                               std::to_string(throttle.attention->kv_tokens()) +
+                               " KV tokens, every sequence its own pages; HBM holds " +
+                               std::to_string(kv_tokens) +
+                               " beside the weights: ask for fewer decodes or shorter contexts");
+    }
     sized_for.push_back(*throttle.attention);
   }
   gpu::Stream stream;
