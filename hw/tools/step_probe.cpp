@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <thread>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 #if defined(KVTIER_GPU_CUDA) || defined(KVTIER_HAVE_HIPBLAS)
 #define KVTIER_HAVE_FORWARD 1
