@@ -11,13 +11,23 @@ namespace {
 // them.
 constexpr size_t kTransfersWrittenEvery = 4096;
 
+// Every "<from>-><to>" of transfers.csv, from * tiers + to: named once, not at every store.
+std::vector<std::string> tier_paths(const std::vector<std::string>& names) {
+  std::vector<std::string> paths;
+  paths.reserve(names.size() * names.size());
+  for (const std::string& from : names) {
+    for (const std::string& to : names) paths.push_back(transfer_path(from, to));
+  }
+  return paths;
+}
+
 }  // namespace
 
 ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
                                  TieredCache& cache, ReplayDriver& driver, RequestLog& records,
                                  TransfersCsvWriter* transfers)
     : tier_media_(std::move(config.tier_media)),
-      tier_names_(std::move(config.tier_names)),
+      tier_paths_(tier_paths(config.tier_names)),
       blocking_transfers_(config.blocking_transfers),
       prefilled_kv_(std::move(config.prefilled_kv)),
       on_step_(std::move(config.on_step)),
@@ -142,7 +152,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
       if (part.tier == kPrefilled) continue;
       double landed = load.start_s;
       for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
-      transfers_->add({transfer_path(tier_names_[part.tier], tier_names_[0]), part.bytes, load.start_s,
+      transfers_->add({tier_path(part.tier, 0), part.bytes, load.start_s,
                        landed, static_cast<int64_t>(load.request_id)});
     }
   }
@@ -158,6 +168,11 @@ void ServingInstance::cancel_load(LoadHandle handle) {
   loads_.erase(it);
 }
 
+const std::string& ServingInstance::tier_path(int from_tier, int to_tier) const {
+  const size_t tiers = tier_media_.size();
+  return tier_paths_[static_cast<size_t>(from_tier) * tiers + static_cast<size_t>(to_tier)];
+}
+
 LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
   Load& load = loads_[next_load_];
   load.start_s = now();
@@ -167,8 +182,7 @@ LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
 }
 
 void ServingInstance::start_store(int from_tier, int to_tier, double bytes, int64_t cause) {
-  stores_.add(tier_media_[from_tier], tier_media_[to_tier],
-              transfer_path(tier_names_[from_tier], tier_names_[to_tier]), bytes, cause);
+  stores_.add(tier_media_[from_tier], tier_media_[to_tier], tier_path(from_tier, to_tier), bytes, cause);
 }
 
 }  // namespace kvtier

@@ -71,6 +71,7 @@ class ServingInstance : private ServingBackend {
   void settle_transfers();
   void write_started_transfers();
   void run_step(const StepPlan& step);
+  const std::string& tier_path(int from_tier, int to_tier) const;
 
   // The part of a load that one lower tier sends, or (tier kPrefilled) another instance.
   static constexpr int kPrefilled = -1;
@@ -86,7 +87,7 @@ class ServingInstance : private ServingBackend {
   };
 
   std::vector<Medium> tier_media_;
-  std::vector<std::string> tier_names_;
+  std::vector<std::string> tier_paths_;  // transfers.csv's path of each pair of tiers (tier_path)
   bool blocking_transfers_;
   std::function<std::vector<simgrid::s4u::CommPtr>(uint64_t)> prefilled_kv_;
   std::function<void(const StepPlan&, bool)> on_step_;
