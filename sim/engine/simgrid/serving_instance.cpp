@@ -152,8 +152,8 @@ bool ServingInstance::load_done(LoadHandle handle) {
       if (part.tier == kPrefilled) continue;
       double landed = load.start_s;
       for (const sg4::CommPtr& c : part.comms) landed = std::max(landed, c->get_finish_time());
-      transfers_->add({tier_path(part.tier, 0), part.bytes, load.start_s,
-                       landed, static_cast<int64_t>(load.request_id)});
+      transfers_->add(
+          {tier_path(part.tier, 0), part.bytes, load.start_s, landed, static_cast<int64_t>(load.request_id)});
     }
   }
   loads_.erase(it);
