@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <utility>
 
 #include "hw/tools/link_fit.h"
 #include "hw/tools/step_probe.h"
@@ -212,6 +215,18 @@ Calibration summarize_calibration(const CalibrationRun& run) {
   for (const KernelRate& k : run.kernels) add_kernel_rate(calibration.kernels, k.name, k.bytes_per_s);
   add_serving(run, calibration);
   return calibration;
+}
+
+std::string reference_card_for(const std::string& device) {
+  // Longest names first where one contains another.
+  static const std::pair<const char*, const char*> kCards[] = {
+      {"H200", "h200"}, {"H100", "h100-sxm"}, {"MI355X", "mi355x"}, {"MI300X", "mi300x"}};
+  for (const auto& [gpu, card] : kCards) {
+    if (device.find(gpu) != std::string::npos) return card;
+  }
+  throw std::invalid_argument(
+      "no built-in hardware card for the device '" + device +
+      "': give --hardware FILE with its peaks (configs/hardware/*.yaml shows the form)");
 }
 
 }  // namespace kvtier::hw

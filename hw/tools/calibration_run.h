@@ -57,4 +57,10 @@ struct CalibrationRun {
 
 Calibration summarize_calibration(const CalibrationRun& run);
 
+// The built-in hardware card (configs/hardware) of the GPU a device description names ("NVIDIA H100 80GB
+// HBM3 (sm_90, 79.2 GiB)" -> "h100-sxm"), whose peaks that GPU's efficiencies must divide by: an H100's
+// copy rate over an H200's HBM bandwidth would price the H100's memory-bound work 1.43x too slow. Throws
+// std::invalid_argument naming the device when no built-in card is of its GPU.
+std::string reference_card_for(const std::string& device);
+
 }  // namespace kvtier::hw

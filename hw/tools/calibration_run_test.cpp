@@ -215,5 +215,25 @@ TEST(TransformerShapeOfACard, MoeMlaAndMissingShapesAreNamed) {
   EXPECT_EQ(invalid_argument_of(no_vocab), "Llama-3.1-8B: the model card gives no vocab_size");
 }
 
+// Each GPU's efficiencies divide by its own card's peaks: the H100 by the H100 SXM card's 3.35 TB/s, not the
+// H200's 4.8 TB/s.
+TEST(CalibrationRun, TheReferenceCardIsTheDevicesOwnGpu) {
+  EXPECT_EQ(reference_card_for("NVIDIA H100 80GB HBM3 (sm_90, 79.2 GiB)"), "h100-sxm");
+  EXPECT_EQ(reference_card_for("NVIDIA H200 (sm_90, 139.8 GiB)"), "h200");
+  EXPECT_EQ(reference_card_for("AMD Instinct MI355X (gfx950, 288.0 GiB)"), "mi355x");
+  EXPECT_EQ(reference_card_for("AMD Instinct MI300X (gfx942, 192.0 GiB)"), "mi300x");
+  for (const std::string card : {"h100-sxm", "h200", "mi355x", "mi300x"}) {
+    EXPECT_NO_THROW(parse_hardware(load_config(card, "configs/hardware"))) << card;
+  }
+  std::string refusal = "(no error)";
+  try {
+    reference_card_for("NVIDIA A100-SXM4-80GB (sm_80, 79.2 GiB)");
+  } catch (const std::invalid_argument& e) {
+    refusal = e.what();
+  }
+  EXPECT_NE(refusal.find("NVIDIA A100-SXM4-80GB"), std::string::npos) << refusal;
+  EXPECT_NE(refusal.find("--hardware"), std::string::npos) << refusal;
+}
+
 }  // namespace
 }  // namespace kvtier::hw

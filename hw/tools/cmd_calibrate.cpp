@@ -27,7 +27,7 @@ namespace kvtier::hw {
 namespace {
 
 struct CalibrateArguments {
-  std::string hardware = "h200";
+  std::string hardware;  // --hardware; empty: the device's own card (reference_card_for)
   std::string models = "llama-3.1-8b,llama-3.1-70b";
   int64_t tokens = 4096;
   std::string copy_sizes = "4KiB,16KiB,64KiB,256KiB,1MiB,4MiB,16MiB,64MiB";
@@ -135,11 +135,22 @@ void print_steps(const nlohmann::json& json) {
   std::printf("serving step costs: %s\n", json["serving"].dump().c_str());
 }
 
+// --hardware, or the card of the device's GPU.
+std::string reference_card(const CalibrateArguments& arguments, const std::string& device) {
+  if (!arguments.hardware.empty()) return arguments.hardware;
+  try {
+    return reference_card_for(device);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
 void run(const CalibrateArguments& arguments) {
+  const std::string device = gpu::current_device_description();
   CalibrationRun calibration{
       .command = command_line(),
-      .device = gpu::current_device_description(),
-      .reference = parse_hardware(load_config(arguments.hardware, "configs/hardware"))};
+      .device = device,
+      .reference = parse_hardware(load_config(reference_card(arguments, device), "configs/hardware"))};
   std::printf("device: %s (peaks from %s)\n", calibration.device.c_str(), calibration.reference.name.c_str());
   calibration.copies = measure_host_copies(parse_size_list("--copy-sizes", arguments.copy_sizes));
   calibration.copies.push_back(measure_bidirectional_copy(64ull << 20));
@@ -186,8 +197,9 @@ void add_calibrate_command(CLI::App& app) {
   CLI::App* command = app.add_subcommand("calibrate",
                                          "Measure copies, kernels, disk, prefill GEMMs and (--steps) "
                                          "forward-pass steps; write the simulator's calibration JSON");
-  command->add_option("--hardware", arguments->hardware, "Hardware file whose peaks efficiencies refer to")
-      ->capture_default_str();
+  command->add_option("--hardware", arguments->hardware,
+                      "Hardware file whose peaks efficiencies refer to: the device's own GPU (default: the "
+                      "built-in card of the GPU the device names, such as h200 or h100-sxm)");
   command->add_option("--models", arguments->models, "Model cards whose prefill GEMMs are timed")
       ->capture_default_str();
   command->add_option("--tokens", arguments->tokens, "Prefill tokens per GEMM")
