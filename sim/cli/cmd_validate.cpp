@@ -251,6 +251,8 @@ SimulationPlan plan_simulation(const ValidateOptions& o) {
   PreflightOptions checks;
   checks.concurrent_runs = std::min(jobs_or_cores(0), static_cast<int>(plan.runs.size()));
   for (const ScenarioRun& run : plan.runs) preflight(run.scenario, checks);
+  for (const std::string& warning : plan.runs[0].scenario.warnings)
+    std::cerr << "kvtier: warning: " << warning << "\n";
   const std::string& calibration = plan.runs[0].scenario.calibration;
   plan.run = {{"scenario", o.predicted_dir},
               {"trace", trace ? nlohmann::json(*trace) : nlohmann::json(nullptr)},

@@ -32,6 +32,17 @@ HardwareConfig load_hardware_with(const ConfigNode& root, const std::optional<Ca
   return hardware;
 }
 
+// The calibration's efficiencies are fractions of its reference card's peaks; laid over another card's they
+// stand for other rates (an H100 calibrated against the H200's HBM bandwidth reads 1.43x too slowly on the
+// H100's card). A what-if may want that, a validation does not: say so.
+void warn_of_another_reference(const Calibration& calibration, Scenario& s) {
+  if (calibration.reference_hardware.empty() || calibration.reference_hardware == s.hardware.name) return;
+  s.warnings.push_back("calibration " + s.calibration + ": its efficiencies are fractions of the peaks of '" +
+                       calibration.reference_hardware + "', laid over those of '" + s.hardware.name +
+                       "' (the scenario's hardware); they give the measured rates only on the GPU they were "
+                       "measured against");
+}
+
 // Each tier's conversions to and from HBM's layout on the instance (charged_conversion_bytes_per_s).
 // The GPUs' rates converting a tier's layout to HBM's (load) and back (store).
 ConversionRates conversion_rates(const Scenario& s, const std::optional<Calibration>& calibration,
@@ -413,7 +424,10 @@ Scenario parse_scenario(const ConfigNode& root) {
   s.model = parse_model_card(load_config(root.string("model"), "models"));
   const std::optional<Calibration> calibration = load_scenario_calibration(root, s);
   s.hardware = load_hardware_with(root, calibration);
-  if (calibration) s.step_costs = serving_step_costs(*calibration, s.model);
+  if (calibration) {
+    s.step_costs = serving_step_costs(*calibration, s.model);
+    warn_of_another_reference(*calibration, s);
+  }
   const VllmCacheKeys vllm = parse_instance(root.optional_child("instance"), root, s);
   parse_cache(root, vllm, s);
   parse_cluster(root, s);

@@ -252,6 +252,20 @@ TEST(Scenario, EachTierConvertsAtItsEncodingsMeasuredRateElseTheEstimate) {
   EXPECT_DOUBLE_EQ(s.tier_conversions[2].store_bytes_per_s, 0.7 * 4.8e12);
 }
 
+// Its efficiencies are fractions of the H200 card's peaks: over the H100 card's they stand for other rates.
+TEST(Scenario, ACalibrationAgainstAnotherCardsPeaksIsWarnedOf) {
+  const std::string on_h200 = kScenario + "calibration: " + turboquant_only_calibration() + "\n";
+  EXPECT_TRUE(plan(on_h200)[0].scenario.warnings.empty());
+  std::string on_h100 = on_h200;
+  on_h100.replace(on_h100.find("hardware: h200"), 14, "hardware: h100-sxm");
+  const std::vector<std::string> warnings = plan(on_h100)[0].scenario.warnings;
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("fractions of the peaks of 'H200 (kvtier calibration machine)', laid over those "
+                             "of '8x H100 SXM (DGX H100 class)'"),
+            std::string::npos)
+      << warnings[0];
+}
+
 // The scenario with line 4, the instance, replaced.
 std::string with_instance(const std::string& instance, std::string text = kScenario) {
   size_t line = text.find("instance:");
