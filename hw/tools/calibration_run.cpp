@@ -218,9 +218,12 @@ Calibration summarize_calibration(const CalibrationRun& run) {
 }
 
 std::string reference_card_for(const std::string& device) {
-  // Longest names first where one contains another.
-  static const std::pair<const char*, const char*> kCards[] = {
-      {"H200", "h200"}, {"H100", "h100-sxm"}, {"MI355X", "mi355x"}, {"MI300X", "mi300x"}};
+  // The H100 SXM only ("H100 80GB HBM3" as the driver names it): the PCIe and NVL cards have other peaks.
+  static const std::pair<const char*, const char*> kCards[] = {{"H200", "h200"},
+                                                               {"H100 80GB HBM3", "h100-sxm"},
+                                                               {"H100 SXM", "h100-sxm"},
+                                                               {"MI355X", "mi355x"},
+                                                               {"MI300X", "mi300x"}};
   for (const auto& [gpu, card] : kCards) {
     if (device.find(gpu) != std::string::npos) return card;
   }
