@@ -196,9 +196,10 @@ StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap
     if (!fits(*throttle.attention)) {
       throw std::runtime_error("step probe: the attention throttle run's step needs " +
                                std::to_string(throttle.attention->kv_tokens()) +
-                               " KV tokens, every sequence its own pages; HBM holds " +
-                               std::to_string(kv_tokens) +
-                               " beside the weights: ask for fewer decodes or shorter contexts");
+                               " KV tokens, every sequence its own pages; the probe's pool holds " +
+                               std::to_string(kv_tokens) + " (HBM beside the weights, at most " +
+                               std::to_string(kMostKvTokens) +
+                               "): ask for fewer decodes or shorter contexts");
     }
     sized_for.push_back(*throttle.attention);
   }
