@@ -290,9 +290,11 @@ void Scheduler::convert_shared(double blocks, bool load) {
 
 void Scheduler::finish_loads() {
   double now = backend_.now();
+  bool any_landed = false;
   for (auto& seq : running_) {
     if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
     seq->load.reset();
+    any_landed = true;
     record(*seq).load_wait_s = now - seq->load_started_s;
     split_load_wait(*seq);
     if (seq->prefill_done() && seq->decoded == 0) {  // overlapped prefill finished first
@@ -300,6 +302,8 @@ void Scheduler::finish_loads() {
       seq->decoded = 1;
     }
   }
+  // Only a sequence whose load just landed can be left with nothing to do: the step completed the rest.
+  if (!any_landed) return;
   std::erase_if(running_, [&](const auto& seq) {
     if (seq->loading() || seq->decoded < seq->request.output_tokens || !seq->prefill_done()) return false;
     complete(*seq);
@@ -325,14 +329,19 @@ bool Scheduler::plan_step() {
   plan.prefills.clear();
   int64_t budget = config_.max_batch_tokens;
   step_work_.clear();
+  // One pass over the batch: the decodes, and the sequences that may prefill (in batch order), which the
+  // budget left after the decodes then serves.
+  prefill_candidates_.clear();
   for (const auto& seq : running_) {
-    if (!seq->decoding()) continue;
-    plan.decodes.push_back({seq->request.id, seq->context()});
-    --budget;
+    if (seq->decoding()) {
+      plan.decodes.push_back({seq->request.id, seq->context()});
+      --budget;
+    } else if (!seq->prefill_done() && (!seq->loading() || config_.layerwise_overlap)) {
+      prefill_candidates_.push_back(seq.get());
+    }
   }
-  for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
-    const Sequence& s = *running_[i];
-    if (s.prefill_done() || (s.loading() && !config_.layerwise_overlap)) continue;
+  for (size_t i = 0; i < prefill_candidates_.size() && budget > 0; ++i) {
+    const Sequence& s = *prefill_candidates_[i];
     int64_t tokens = std::min(budget, s.request.input_tokens - s.prefilled);
     plan.prefills.push_back({s.request.id, s.prefilled, tokens, s.load});
     budget -= tokens;
@@ -369,10 +378,11 @@ void Scheduler::apply_step() {
   const double ran_s = now - step_started_s_;
   const double conversion_share = step.seconds > 0 ? step.conversion_s / step.seconds : 0;
   size_t next_chunk = 0;
+  bool any_done = false;
   for (auto& seq : running_) {
     Sequence& s = *seq;
-    RequestRecord& r = record(s);
     if (next_chunk < chunks.size() && chunks[next_chunk].request_id == s.request.id) {
+      RequestRecord& r = record(s);
       int64_t tokens = chunks[next_chunk++].tokens;
       if (r.prefill_start_s < 0) r.prefill_start_s = now;
       r.prefill_s += ran_s * (1 - conversion_share);
@@ -387,7 +397,9 @@ void Scheduler::apply_step() {
       ++s.decoded;
       state_.decode_kv_bytes += cost_.kv_bytes_per_token();
     }
+    any_done = any_done || (s.decoded >= s.request.output_tokens && !s.loading());
   }
+  if (!any_done) return;
   std::erase_if(running_, [&](const auto& seq) {
     if (seq->decoded < seq->request.output_tokens || seq->loading()) return false;
     complete(*seq);

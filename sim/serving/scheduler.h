@@ -149,6 +149,7 @@ class Scheduler {
   std::vector<double> load_bytes_;                  // start_transfers()'s per-tier totals
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
   StepWork step_work_;                              // plan_step()'s, its buffers kept between steps
+  std::vector<const Sequence*> prefill_candidates_;  // plan_step()'s, likewise
   double step_started_s_ = 0;                       // when the step of the last kStep decision began
   int64_t reported_capacity_ = -1;                  // HBM's cache area as last told to the backend
   // The record of the queue's head when the cache last refused it (a record, not the Sequence's address,

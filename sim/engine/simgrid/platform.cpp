@@ -1,6 +1,7 @@
 #include "sim/engine/simgrid/platform.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sim/core/config.h"
 #include "sim/engine/isolated_run.h"
@@ -86,6 +87,19 @@ std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double byte
     meter_.start(comms.back(), node_->links().route(from, to, gpu), shard, static_cast<double>(size));
   }
   return comms;
+}
+
+double Platform::least_transfer_seconds(Medium from, Medium to, double bytes) const {
+  if (pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote)) return 0;
+  const bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
+  const int shards = per_gpu ? gpus_ : 1;
+  double least = 0;
+  for (int g = 0; g < shards; ++g) {
+    double slowest = std::numeric_limits<double>::infinity();
+    for (int l : node_->links().route(from, to, first_gpu_ + g)) slowest = std::min(slowest, bandwidth(l));
+    least = std::max(least, bytes / shards / slowest);
+  }
+  return least;
 }
 
 void Platform::cancel(const std::vector<sg4::CommPtr>& comms) {

@@ -75,6 +75,9 @@ class Platform {
   // Cancels a transfer this platform started, counting what it had carried (a cancelled Comm no longer
   // says how far it got).
   void cancel(const std::vector<simgrid::s4u::CommPtr>& comms);
+  // The least time a transfer of `bytes` between the media can take: every shard alone on its route, at
+  // the slowest link's bandwidth. Contention and latency only add to it. 0 for the shared pool's routes.
+  double least_transfer_seconds(Medium from, Medium to, double bytes) const;
 
   // Names of the node's links in a fixed order, and the bytes of the transfers this instance started on
   // each so far (a transfer counts whole when it starts, a cancelled one too).

@@ -6,6 +6,11 @@
 namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
+namespace {
+
+constexpr double kLandingMargin = 1e-6;  // relative to the least time, and in seconds
+
+}  // namespace
 
 void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause) {
   auto key = std::make_pair(from, to);
@@ -18,8 +23,11 @@ void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, doub
 void StoreQueues::start(std::pair<Medium, Medium> key, Path& path) {
   path.comms = platform_.transfer(key.first, key.second, path.pending_bytes);
   started_ += static_cast<int64_t>(path.comms.size());
-  path.pending_bytes = 0;
   const double now = sg4::Engine::get_clock();
+  // SimGrid ends a flow within its precision of the exact time: the margin keeps the bound below it.
+  const double least_s = platform_.least_transfer_seconds(key.first, key.second, path.pending_bytes);
+  path.earliest_landing_s = now + least_s * (1 - kLandingMargin) - kLandingMargin;
+  path.pending_bytes = 0;
   for (TransferRecord& store : path.pending) store.start_s = now;
   path.moving = std::move(path.pending);
   path.pending.clear();
@@ -37,8 +45,9 @@ void StoreQueues::finish(Path& path) {
 }
 
 void StoreQueues::pump() {
+  const double now = sg4::Engine::get_clock();
   for (auto& [key, path] : paths_) {
-    if (path.comms.empty()) continue;
+    if (path.comms.empty() || now < path.earliest_landing_s) continue;
     if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       continue;
     finish(path);

@@ -11,6 +11,9 @@
 // batch carrying it starts moving on the link, after its wait in the queue, and ends when that batch has
 // landed. Stores still queued when the run ends never moved and have no row; batches in flight then are
 // followed to their end (finish_in_flight).
+//
+// Asking SimGrid whether a batch has landed is a simcall, a round of its engine: pump() asks only once
+// the batch could have landed, alone on its links (Platform::least_transfer_seconds).
 #pragma once
 
 #include <map>
@@ -52,6 +55,7 @@ class StoreQueues {
     std::vector<TransferRecord> pending;  // stores waiting for the next batch; start_s unset
     std::vector<simgrid::s4u::CommPtr> comms;
     std::vector<TransferRecord> moving;  // the stores of the batch in flight; end_s unset
+    double earliest_landing_s = 0;       // the batch in flight cannot have landed before
   };
   void start(std::pair<Medium, Medium> key, Path& path);
   // Logs the stores of the batch in flight, which has landed, with the time it did.
