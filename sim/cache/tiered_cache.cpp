@@ -24,6 +24,7 @@ const char* event_kind_name(CacheEventKind kind) {
 
 TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int>(specs.size())) {
   if (specs.empty() || specs.size() > 32) throw std::invalid_argument("a cache has 1 to 32 tiers");
+  blocks_.reserve(kReservedSlots);  // no copy into fresh pages before this many blocks (slot_lists.h)
   for (TierSpec& spec : specs) {
     if (spec.block_tokens != specs[0].block_tokens || spec.bytes_per_block() <= 0) {
       throw std::invalid_argument("tier " + spec.name + ": every tier needs the same positive block size");
@@ -173,6 +174,7 @@ bool TieredCache::admit(std::span<const uint64_t> block_ids, Admission& out) {
 
 void TieredCache::intern(std::span<const uint64_t> block_ids, std::vector<uint32_t>& chain) {
   chain.clear();
+  chain.reserve(block_ids.size());
   uint32_t parent = kNoSlot;
   for (uint64_t id : block_ids) {
     parent = intern_block(id, parent);
@@ -183,6 +185,7 @@ void TieredCache::intern(std::span<const uint64_t> block_ids, std::vector<uint32
 bool TieredCache::admit_chain(std::span<const uint32_t> chain, Admission& out) {
   out.admitted = false;
   out.slots.clear();
+  out.slots.reserve(chain.size());
   fill_prefix(chain, out.prefix);
 
   if (++epoch_ == 0) {

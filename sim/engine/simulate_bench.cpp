@@ -45,7 +45,7 @@ void run_and_count(benchmark::State& state, const Scenario& scenario, const std:
   nlohmann::json result;
   for (auto _ : state) {
     result = run_isolated([&] {
-      const double cpu_before = process_usage().cpu_s;
+      const ProcessUsage before = process_usage();
       SimulationOptions options;
       options.out_dir = out_dir;
       nlohmann::json summary = simulate(scenario, options);
@@ -54,7 +54,9 @@ void run_and_count(benchmark::State& state, const Scenario& scenario, const std:
                             {"cache_events", summary["cache_events"]},
                             {"requests", summary["requests_issued"]},
                             {"simulated_s", summary["simulated_s"]},
-                            {"cpu_s", after.cpu_s - cpu_before},
+                            {"cpu_s", after.cpu_s - before.cpu_s},
+                            {"system_s", after.system_s - before.system_s},
+                            {"page_faults", after.minor_faults - before.minor_faults},
                             {"peak_rss_bytes", after.peak_rss_bytes}};
     });
   }
@@ -68,6 +70,8 @@ void run_and_count(benchmark::State& state, const Scenario& scenario, const std:
   state.counters["engine_events_per_cpu_s"] = events / cpu_s;
   state.counters["requests_per_cpu_s"] = result["requests"].get<double>() / cpu_s;
   state.counters["cpu_s"] = cpu_s;
+  state.counters["system_s"] = result["system_s"].get<double>();
+  state.counters["page_faults"] = result["page_faults"].get<double>();
   state.counters["requests"] = result["requests"].get<double>();
   state.counters["peak_rss_MB"] = result["peak_rss_bytes"].get<double>() / 1e6;
   state.counters["simulated_s"] = result["simulated_s"].get<double>();

@@ -6,15 +6,16 @@
 
 namespace kvtier {
 
+// What every step reads comes first: a step visits every sequence of the batch.
 struct Scheduler::Sequence {
+  int64_t prefilled = 0;  // tokens whose KV exists, cached ones included
+  int64_t decoded = 0;    // output tokens produced, the first token included
+  std::optional<LoadHandle> load;
   Request request;
   size_t record = 0;
   std::vector<uint32_t> chain;  // the request's blocks in the cache's table, from its first admission try
   Admission admission;
   int64_t cached_tokens = 0;  // loaded or already in HBM, not recomputed
-  int64_t prefilled = 0;      // tokens whose KV exists, cached ones included
-  int64_t decoded = 0;        // output tokens produced, the first token included
-  std::optional<LoadHandle> load;
   double load_started_s = 0;
   std::vector<double> load_weights;  // per tier, its uncontended load time: how a wait splits over tiers
   std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
@@ -335,6 +336,7 @@ bool Scheduler::plan_step() {
   for (const auto& seq : running_) {
     if (seq->decoding()) {
       plan.decodes.push_back({seq->request.id, seq->context()});
+      step_work_.add_decode(seq->context());
       --budget;
     } else if (!seq->prefill_done() && (!seq->loading() || config_.layerwise_overlap)) {
       prefill_candidates_.push_back(seq.get());
@@ -349,7 +351,6 @@ bool Scheduler::plan_step() {
   }
   plan.tokens = config_.max_batch_tokens - budget;
   if (plan.tokens == 0) return false;
-  for (const DecodeWork& decode : plan.decodes) step_work_.add_decode(decode.context_tokens);
   plan.compute_s = cost_.step_seconds(step_work_);
   const std::optional<PowerThrottle> throttle = cost_.throttle();
   plan.heats_gpu = throttle && cost_.compute_bound(step_work_);

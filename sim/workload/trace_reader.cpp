@@ -10,11 +10,10 @@
 namespace kvtier {
 namespace {
 
-// Reads start at 64 KiB and double up to 1 MiB: telling a trace's format reads one line, and a small
-// trace should not pay for clearing a megabyte it never fills (a fresh page faults, about 12 us on the
-// development VM).
-constexpr size_t kFirstChunkBytes = size_t{64} << 10;
-constexpr size_t kChunkBytes = size_t{1} << 20;
+// Every read asks for 64 KiB into the same buffer, which grows only while one line does not fit: telling a
+// trace's format reads one line, and a fresh page faults (about 12 us on the development VM), so a buffer
+// that grew with the file cost a small trace more in faults than in reading.
+constexpr size_t kChunkBytes = size_t{64} << 10;
 
 }  // namespace
 
@@ -99,8 +98,7 @@ bool LineReader::refill() {
   if (begin_ > 0 && pending > 0) std::memmove(buffer_.data(), buffer_.data() + begin_, pending);
   begin_ = 0;
   end_ = pending;
-  const size_t chunk = std::clamp(2 * buffer_.size(), kFirstChunkBytes, kChunkBytes);
-  if (buffer_.size() < pending + chunk) buffer_.resize(pending + chunk);
+  if (buffer_.size() < pending + kChunkBytes) buffer_.resize(pending + kChunkBytes);
   in_->read(buffer_.data() + end_, static_cast<std::streamsize>(buffer_.size() - end_));
   std::streamsize got = in_->gcount();
   if (got <= 0) eof_ = true;

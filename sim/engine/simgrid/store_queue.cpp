@@ -13,19 +13,21 @@ constexpr double kLandingMargin = 1e-6;  // relative to the least time, and in s
 }  // namespace
 
 void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause) {
-  auto key = std::make_pair(from, to);
-  Path& path = paths_[key];
+  const size_t i = index(from, to);
+  Path& path = paths_[i];
   path.pending_bytes += bytes;
   if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0, cause});
-  if (path.comms.empty()) start(key, path);
+  if (path.comms.empty()) start(i, path);
 }
 
-void StoreQueues::start(std::pair<Medium, Medium> key, Path& path) {
-  path.comms = platform_.transfer(key.first, key.second, path.pending_bytes);
+void StoreQueues::start(size_t index, Path& path) {
+  const Medium from = kMedia[index / kMedia.size()];
+  const Medium to = kMedia[index % kMedia.size()];
+  path.comms = platform_.transfer(from, to, path.pending_bytes);
   started_ += static_cast<int64_t>(path.comms.size());
   const double now = sg4::Engine::get_clock();
   // SimGrid ends a flow within its precision of the exact time: the margin keeps the bound below it.
-  const double least_s = platform_.least_transfer_seconds(key.first, key.second, path.pending_bytes);
+  const double least_s = platform_.least_transfer_seconds(from, to, path.pending_bytes);
   path.earliest_landing_s = now + least_s * (1 - kLandingMargin) - kLandingMargin;
   path.pending_bytes = 0;
   for (TransferRecord& store : path.pending) store.start_s = now;
@@ -46,17 +48,18 @@ void StoreQueues::finish(Path& path) {
 
 void StoreQueues::pump() {
   const double now = sg4::Engine::get_clock();
-  for (auto& [key, path] : paths_) {
+  for (size_t i = 0; i < kPaths; ++i) {
+    Path& path = paths_[i];
     if (path.comms.empty() || now < path.earliest_landing_s) continue;
     if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       continue;
     finish(path);
-    if (path.pending_bytes > 0) start(key, path);
+    if (path.pending_bytes > 0) start(i, path);
   }
 }
 
 void StoreQueues::finish_in_flight() {
-  for (auto& [key, path] : paths_) {
+  for (Path& path : paths_) {
     if (path.comms.empty()) continue;
     for (const sg4::CommPtr& c : path.comms) c->wait();
     finish(path);
@@ -65,13 +68,13 @@ void StoreQueues::finish_in_flight() {
 
 std::vector<sg4::CommPtr> StoreQueues::in_flight() const {
   std::vector<sg4::CommPtr> out;
-  for (const auto& [key, path] : paths_) out.insert(out.end(), path.comms.begin(), path.comms.end());
+  for (const Path& path : paths_) out.insert(out.end(), path.comms.begin(), path.comms.end());
   return out;
 }
 
 double StoreQueues::earliest_start_in_flight() const {
   double earliest = std::numeric_limits<double>::infinity();
-  for (const auto& [key, path] : paths_) {
+  for (const Path& path : paths_) {
     if (!path.moving.empty()) earliest = std::min(earliest, path.moving.front().start_s);
   }
   return earliest;
@@ -79,7 +82,7 @@ double StoreQueues::earliest_start_in_flight() const {
 
 double StoreQueues::queued_bytes() const {
   double total = 0;
-  for (const auto& [key, path] : paths_) total += path.pending_bytes;
+  for (const Path& path : paths_) total += path.pending_bytes;
   return total;
 }
 

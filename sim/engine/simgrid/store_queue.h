@@ -16,7 +16,7 @@
 // the batch could have landed, alone on its links (Platform::least_transfer_seconds).
 #pragma once
 
-#include <map>
+#include <array>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <utility>
@@ -57,13 +57,18 @@ class StoreQueues {
     std::vector<TransferRecord> moving;  // the stores of the batch in flight; end_s unset
     double earliest_landing_s = 0;       // the batch in flight cannot have landed before
   };
-  void start(std::pair<Medium, Medium> key, Path& path);
+  // Indexed by from × media + to: walked in that order, as a map by (from, to) would be.
+  static constexpr size_t kPaths = kMedia.size() * kMedia.size();
+  static size_t index(Medium from, Medium to) {
+    return static_cast<size_t>(from) * kMedia.size() + static_cast<size_t>(to);
+  }
+  void start(size_t index, Path& path);
   // Logs the stores of the batch in flight, which has landed, with the time it did.
   void finish(Path& path);
 
   Platform& platform_;
   TransfersCsvWriter* log_;
-  std::map<std::pair<Medium, Medium>, Path> paths_;
+  std::array<Path, kPaths> paths_;
   int64_t started_ = 0;
 };
 
