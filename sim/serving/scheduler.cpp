@@ -380,6 +380,9 @@ void Scheduler::apply_step() {
   const double conversion_share = step.seconds > 0 ? step.conversion_s / step.seconds : 0;
   size_t next_chunk = 0;
   bool any_done = false;
+  // Added to per decode, in order, as the state's own field would be, but kept out of memory in the loop.
+  double decode_kv_bytes = state_.decode_kv_bytes;
+  const double kv_bytes_per_token = cost_.kv_bytes_per_token();
   for (auto& seq : running_) {
     Sequence& s = *seq;
     if (next_chunk < chunks.size() && chunks[next_chunk].request_id == s.request.id) {
@@ -396,10 +399,11 @@ void Scheduler::apply_step() {
       }
     } else if (s.decoding()) {
       ++s.decoded;
-      state_.decode_kv_bytes += cost_.kv_bytes_per_token();
+      decode_kv_bytes += kv_bytes_per_token;
     }
     any_done = any_done || (s.decoded >= s.request.output_tokens && !s.loading());
   }
+  state_.decode_kv_bytes = decode_kv_bytes;
   if (!any_done) return;
   std::erase_if(running_, [&](const auto& seq) {
     if (seq->decoded < seq->request.output_tokens || seq->loading()) return false;
