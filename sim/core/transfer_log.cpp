@@ -2,8 +2,6 @@
 
 #include <stdexcept>
 
-#include "sim/core/csv_text.h"
-
 namespace kvtier {
 namespace {
 
@@ -64,11 +62,11 @@ void TransfersCsvWriter::write_next() {
     row_.clear();
     row_ += t.path;
     row_ += ',';
-    append_shortest(row_, t.bytes);
+    bytes_text_.append(row_, t.bytes);
     row_ += ',';
-    append_shortest(row_, t.start_s);
+    start_text_.append(row_, t.start_s);
     row_ += ',';
-    append_shortest(row_, t.end_s);
+    end_text_.append(row_, t.end_s);
     row_ += ',';
     append_integer(row_, t.request);
     row_ += '\n';

@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/core/csv_text.h"
+
 namespace kvtier {
 
 inline constexpr const char* kTransfersFile = "transfers.csv";
@@ -73,6 +75,7 @@ class TransfersCsvWriter {
 
   std::ostream& out_;
   std::string row_;
+  ShortestText bytes_text_, start_text_, end_text_;
   std::priority_queue<Held, std::vector<Held>, StartsLater> held_;
   uint64_t added_ = 0;
   size_t held_transfers_ = 0;
