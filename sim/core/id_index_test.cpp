@@ -9,9 +9,8 @@ namespace kvtier {
 namespace {
 
 TEST(IdIndex, AgreesWithAStandardMapThroughGrowth) {
-  // 300,000 ids: small consecutive ones (Mooncake's), which the plain array holds, and random ones, which
-  // take the table from 64K slots through two doublings, past the 2 MiB from which its memory comes from
-  // allocate_huge_pages.
+  // 300,000 ids take the table from 64K slots through several doublings, past the 2 MiB from which
+  // its memory comes from allocate_huge_pages. Small consecutive ids (Mooncake) and random ones.
   IdIndex index;
   std::unordered_map<uint64_t, uint32_t> reference;
   std::mt19937_64 rng(7);
@@ -24,20 +23,6 @@ TEST(IdIndex, AgreesWithAStandardMapThroughGrowth) {
   for (const auto& [id, value] : reference) ASSERT_EQ(index.find(id), value) << id;
   EXPECT_EQ(index.insert(0, 12345), 0u);  // present: keeps its value
   EXPECT_EQ(index.find(uint64_t{1} << 40), IdIndex::kAbsent);
-}
-
-TEST(IdIndex, IdsEitherSideOfThePlainArraysLimitAreKeptApart) {
-  IdIndex index;
-  const uint64_t last_direct = IdIndex::kDirectIds - 1;
-  EXPECT_EQ(index.find(0), IdIndex::kAbsent);  // nothing allocated yet
-  EXPECT_EQ(index.insert(last_direct, 1), 1u);
-  EXPECT_EQ(index.insert(IdIndex::kDirectIds, 2), 2u);
-  EXPECT_EQ(index.insert(last_direct, 3), 1u);  // present: keeps its value
-  EXPECT_EQ(index.find(last_direct), 1u);
-  EXPECT_EQ(index.find(IdIndex::kDirectIds), 2u);
-  EXPECT_EQ(index.find(last_direct - 1), IdIndex::kAbsent);  // inside the array, never inserted
-  EXPECT_EQ(index.find(IdIndex::kDirectIds + 1), IdIndex::kAbsent);
-  EXPECT_EQ(index.size(), 2u);
 }
 
 }  // namespace

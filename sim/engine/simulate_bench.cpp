@@ -5,8 +5,9 @@
 //    (target: under 5 s), with events per second (target: over 500,000);
 //  - growth with the trace's length: the Mooncake sample replayed 1, 4 and 16 times end to end, and the
 //    synthetic agent trace's first 2,000 turns replayed 1, 4 and 16 times end to end at 0.02x its rate,
-//    on the H200 scenario. Each reports events and requests per CPU-second of the simulating process and
-//    its peak resident memory;
+//    on the H200 scenario. Each reports events and requests per CPU-second of the simulating process, its
+//    peak resident memory, its page faults and its system time (a fresh page faults, several microseconds
+//    on a virtual machine);
 //  - a cluster: an hour of Mooncake-like traffic (the sample six times over, new ids) on 8, 16, 32 and 64
 //    instances of Llama-3.1-8B on 8x H100 nodes (the cluster-llama8b-h100 scenario), behind the
 //    prefix-aware router, with the traffic scaled to the instances: each request of the hour sent by one
