@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <stdexcept>
+#include <string>
 
 #include "sim/core/config_files.h"
 
@@ -71,6 +73,27 @@ TEST(Platform, BytesAreCountedPerLinkAndSplitOverGpus) {
     }
   });
   EXPECT_NEAR(end, 2.8e-6 + 0.5e6 / 55e9, 1e-9);  // each GPU loads its half
+}
+
+// The bound that lets the store queues skip asking SimGrid about a batch (store_queue.h): a transfer alone
+// on its route at the slowest link's bandwidth, each GPU's shard on its own route; the real transfer,
+// with its latency, lands after it.
+TEST(Platform, TheLeastTransferTimeIsEachShardAloneAtItsSlowestLink) {
+  auto expect_near = [](double got, double expected, const std::string& what) {
+    // A failed expectation in the child would be lost, so abort loudly instead.
+    if (std::abs(got - expected) > 1e-12 * expected) {
+      throw std::runtime_error(what + ": " + std::to_string(got) + " s, not " + std::to_string(expected));
+    }
+  };
+  const double bytes = 16.0 * 1024 * 1024;
+  const double end = simulate("h200", 1, [&](Platform& p) {
+    expect_near(p.least_transfer_seconds(Medium::kNvme, Medium::kHbm, bytes), bytes / 1.1e9, "NVMe");
+    for (auto& c : p.transfer(Medium::kNvme, Medium::kHbm, bytes)) c->wait();
+  });
+  EXPECT_GT(end, bytes / 1.1e9);
+  simulate("h100-sxm", 2, [&](Platform& p) {
+    expect_near(p.least_transfer_seconds(Medium::kDram, Medium::kHbm, 1e6), 0.5e6 / 55e9, "two GPUs' halves");
+  });
 }
 
 // What the time series' util_ columns are made of: a link's carried bytes grow with the transfers'
