@@ -335,8 +335,9 @@ bool Scheduler::plan_step() {
   prefill_candidates_.clear();
   for (const auto& seq : running_) {
     if (seq->decoding()) {
-      plan.decodes.push_back({seq->request.id, seq->context()});
-      step_work_.add_decode(seq->context());
+      const int64_t context = seq->context();
+      plan.decodes.push_back({seq->request.id, context});
+      step_work_.add_decode(context);
       --budget;
     } else if (!seq->prefill_done() && (!seq->loading() || config_.layerwise_overlap)) {
       prefill_candidates_.push_back(seq.get());

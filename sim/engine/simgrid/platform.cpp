@@ -73,11 +73,18 @@ Platform::Platform(const HardwareConfig& hw, int gpus) : Platform(lone_node(hw, 
 Platform::Platform(std::shared_ptr<const NodeZone> node, int first_gpu, int gpus)
     : node_(std::move(node)), first_gpu_(first_gpu), gpus_(gpus), meter_(node_->link_names().size()) {}
 
+bool Platform::through_pool(Medium from, Medium to) const {
+  return pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote);
+}
+
+int Platform::shards(Medium from, Medium to) const {
+  return from == Medium::kHbm || to == Medium::kHbm ? gpus_ : 1;
+}
+
 std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double bytes) {
-  if (pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote))
+  if (through_pool(from, to))
     return pool_->transfer(node_index_, first_gpu_, gpus_, from == Medium::kRemote, bytes);
-  bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
-  int shards = per_gpu ? gpus_ : 1;
+  const int shards = this->shards(from, to);
   std::vector<sg4::CommPtr> comms;
   for (int g = 0; g < shards; ++g) {
     const int gpu = first_gpu_ + g;
@@ -90,9 +97,8 @@ std::vector<sg4::CommPtr> Platform::transfer(Medium from, Medium to, double byte
 }
 
 double Platform::least_transfer_seconds(Medium from, Medium to, double bytes) const {
-  if (pool_ != nullptr && (from == Medium::kRemote || to == Medium::kRemote)) return 0;
-  const bool per_gpu = from == Medium::kHbm || to == Medium::kHbm;
-  const int shards = per_gpu ? gpus_ : 1;
+  if (through_pool(from, to)) return 0;
+  const int shards = this->shards(from, to);
   double least = 0;
   for (int g = 0; g < shards; ++g) {
     double slowest = std::numeric_limits<double>::infinity();

@@ -93,6 +93,11 @@ class Platform {
   const NodeZone& node() const { return *node_; }
 
  private:
+  // The shared pool carries the transfer (its own fabric, not this node's links).
+  bool through_pool(Medium from, Medium to) const;
+  // A transfer to or from HBM moves one shard per GPU over that GPU's route; others move whole.
+  int shards(Medium from, Medium to) const;
+
   std::shared_ptr<const NodeZone> node_;
   int first_gpu_ = 0;
   int gpus_ = 0;
