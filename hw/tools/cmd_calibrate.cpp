@@ -45,6 +45,8 @@ struct CalibrateArguments {
   bool throttle_attention = false;
   std::string throttle_attention_step;
   StepSample attention_step = kAttentionThrottleStep;  // --throttle-attention-step, parsed
+  std::string extra_steps;
+  std::vector<StepSample> extra_step_shapes;  // --extra-steps, parsed
   std::string out;
 };
 
@@ -105,8 +107,8 @@ void measure_forward_steps(const CalibrateArguments& arguments, CalibrationRun& 
   ThrottleRuns runs{.seconds = arguments.throttle ? arguments.throttle_seconds : 0.0,
                     .attention = std::nullopt};
   if (arguments.throttle && arguments.throttle_attention) runs.attention = arguments.attention_step;
-  StepProbe probe =
-      measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap, runs);
+  StepProbe probe = measure_steps(shape, static_cast<int>(arguments.step_block_tokens), calibration.step_gap,
+                                  runs, arguments.extra_step_shapes);
   calibration.steps = std::move(probe.steps);
   calibration.throttle_seconds = std::move(probe.throttle_seconds);
   calibration.attention_throttle_seconds = std::move(probe.attention_throttle_seconds);
@@ -261,6 +263,10 @@ void add_calibrate_command(CLI::App& app) {
       "The attention run's step instead of 4096:32768: NEW:CACHED, or NEW:CACHED:DECODES:CONTEXT "
       "beside decodes (a serving step's shape, e.g. 8192:32768:40:16384); implies "
       "--throttle-attention");
+  command->add_option(
+      "--extra-steps", arguments->extra_steps,
+      "Steps the probe times and fits beside its own: a comma-separated list of NEW:CACHED or "
+      "NEW:CACHED:DECODES:CONTEXT (a workload's own step shapes, e.g. 2048:22528:9:26624)");
   command->add_option("--out", arguments->out, "Write the calibration JSON to this file");
   command->callback([arguments, command] {
     if (!arguments->throttle_attention_step.empty()) {
@@ -271,6 +277,15 @@ void add_calibrate_command(CLI::App& app) {
       }
       arguments->throttle_attention = true;
     }
+    for (const std::string& shape : split_list(arguments->extra_steps)) {
+      try {
+        arguments->extra_step_shapes.push_back(parse_step_shape(shape));
+      } catch (const std::invalid_argument& e) {
+        throw CLI::ValidationError("--extra-steps", e.what());
+      }
+    }
+    if (!arguments->extra_step_shapes.empty() && !arguments->steps)
+      throw CLI::ValidationError("--extra-steps", "the probe's steps are timed only with --steps");
     if (!arguments->throttle && (command->count("--throttle-seconds") > 0 || arguments->throttle_attention)) {
       throw CLI::ValidationError(
           "--throttle-seconds and --throttle-attention(-step) time the throttle runs, which --no-throttle "

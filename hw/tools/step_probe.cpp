@@ -180,27 +180,34 @@ ForwardConfig forward_config(const TransformerShape& shape, const std::vector<St
 
 }  // namespace
 
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle) {
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle,
+                        const std::vector<StepSample>& extra) {
   shape.validate();
   if (block_tokens < 1) throw std::invalid_argument("step probe: block_tokens must be positive");
   const int64_t kv_tokens = pool_tokens(shape, block_tokens);
   auto fits = [&](const StepSample& step) {  // whole pages per sequence may need a few more than kv_tokens()
     return step_sequences(step, block_tokens).back().pages.back() < kv_tokens / block_tokens;
   };
+  auto require_fits = [&](const StepSample& step, const std::string& what) {
+    if (fits(step)) return;
+    throw std::runtime_error("step probe: " + what + " needs " + std::to_string(step.kv_tokens()) +
+                             " KV tokens, every sequence its own pages; the probe's pool holds " +
+                             std::to_string(kv_tokens) + " (HBM beside the weights, at most " +
+                             std::to_string(kMostKvTokens) + "): ask for fewer decodes or shorter contexts");
+  };
   std::vector<StepSample> steps = probe_steps(kv_tokens);
   std::erase_if(steps, [&](const StepSample& step) { return !fits(step); });
   if (steps.empty()) throw std::runtime_error("step probe: HBM holds too little KV for any probe step");
+  for (const StepSample& step : extra) {
+    require_fits(step, "the extra step " + std::to_string(step.new_tokens) + ":" +
+                           std::to_string(step.cached_tokens) + ":" + std::to_string(step.decode_sequences) +
+                           ":" + std::to_string(step.decode_context));
+    steps.push_back(step);
+  }
   std::vector<StepSample> sized_for = steps;
   sized_for.push_back({.prefill_sequences = 1, .new_tokens = kThrottleChunkTokens});
   if (throttle.attention) {
-    if (!fits(*throttle.attention)) {
-      throw std::runtime_error("step probe: the attention throttle run's step needs " +
-                               std::to_string(throttle.attention->kv_tokens()) +
-                               " KV tokens, every sequence its own pages; the probe's pool holds " +
-                               std::to_string(kv_tokens) + " (HBM beside the weights, at most " +
-                               std::to_string(kMostKvTokens) +
-                               "): ask for fewer decodes or shorter contexts");
-    }
+    require_fits(*throttle.attention, "the attention throttle run's step");
     sized_for.push_back(*throttle.attention);
   }
   gpu::Stream stream;
@@ -234,7 +241,7 @@ std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, in
 
 #else
 
-StepProbe measure_steps(const TransformerShape&, int, StepGap, ThrottleRuns) {
+StepProbe measure_steps(const TransformerShape&, int, StepGap, ThrottleRuns, const std::vector<StepSample>&) {
   throw std::runtime_error(
       "step probe: this build has no forward pass (hipBLAS was not found at configure time)");
 }

@@ -51,11 +51,13 @@ struct ThrottleRuns {
   std::optional<StepSample> attention;
 };
 
-// The throttle runs, then the probe's steps, every timed run after `gap`. With a throttle run, a gap of
-// more than 0 is lengthened to let the GPU cool from the run before (by the run's own time, up to the
-// throttle's onset), so that every run starts cool, as the step fit then takes them. Throws
-// std::runtime_error without a forward pass.
-StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle);
+// The throttle runs, then the probe's steps and `extra` (the caller's shapes), every timed run after `gap`.
+// With a throttle run, a gap of more than 0 is lengthened to let the GPU cool from the run before (by the
+// run's own time, up to the throttle's onset), so that every run starts cool, as the step fit then takes
+// them. Throws std::runtime_error without a forward pass, or when a step of `extra` needs more KV than the
+// pool holds.
+StepProbe measure_steps(const TransformerShape& shape, int block_tokens, StepGap gap, ThrottleRuns throttle,
+                        const std::vector<StepSample>& extra = {});
 // How the forward pass's attention cuts its launches on this device (attention.h), for the attention fit;
 // nullopt without a forward pass or where the cost model does not describe the kernel (HIP).
 std::optional<AttentionCosts> attention_tiling(const TransformerShape& shape, int block_tokens);
