@@ -32,7 +32,28 @@ double largest_transfer_rate(const std::vector<CopySample>& copies, CopyDirectio
   return best == nullptr ? 0 : best->bytes_per_s;
 }
 
+// The store's batches, as add_store takes the disk's: a batch is what the simulator sends over the link as
+// one transfer, and on the H200 served offloads took a fixed ~110 us per batch beside the bytes at the
+// copies' rate (the page ids' upload, the first gather, the wait), where a plain copy's latency is 2 us.
+// Returns false without two batches each way.
+bool add_offload_batches(const CalibrationRun& run, MeasuredHardware& hardware) {
+  std::vector<TransferTiming> each_way[2];
+  const OffloadSample* largest[2] = {nullptr, nullptr};
+  for (const OffloadSample& s : run.offloads) {
+    const int way = s.direction == CopyDirection::kDeviceToHost;
+    each_way[way].push_back({s.bytes(), s.seconds});
+    if (largest[way] == nullptr || s.bytes() > largest[way]->bytes()) largest[way] = &s;
+  }
+  if (each_way[0].size() < 2 || each_way[1].size() < 2) return false;
+  hardware.pcie_h2d_bandwidth = largest[0]->bytes_per_s();
+  hardware.pcie_d2h_bandwidth = largest[1]->bytes_per_s();
+  hardware.pcie_h2d_latency = fit_link(each_way[0]).latency;
+  hardware.pcie_d2h_latency = fit_link(each_way[1]).latency;
+  return true;
+}
+
 void add_pcie(const CalibrationRun& run, MeasuredHardware& hardware) {
+  if (add_offload_batches(run, hardware)) return;
   const auto h2d = copy_timings(run.copies, CopyDirection::kHostToDevice);
   const auto d2h = copy_timings(run.copies, CopyDirection::kDeviceToHost);
   if (h2d.size() < 2 || d2h.size() < 2) return;
@@ -146,7 +167,15 @@ json measurements_json(const CalibrationRun& run) {
                      {"seconds", g.seconds},
                      {"flops_per_s", g.flops_per_s()}});
   }
-  return {{"copy", copies}, {"disk", disk}, {"store", store}, {"gemm", gemms}};
+  json offloads = json::array();
+  for (const OffloadSample& o : run.offloads) {
+    offloads.push_back({{"direction", to_string(o.direction)},
+                        {"page_bytes", o.page_bytes},
+                        {"pages", o.pages},
+                        {"seconds", o.seconds},
+                        {"bytes_per_s", o.bytes_per_s()}});
+  }
+  return {{"copy", copies}, {"offload", offloads}, {"disk", disk}, {"store", store}, {"gemm", gemms}};
 }
 
 // The share of a step's boost-clock time that is prefill attention.

@@ -2,13 +2,14 @@
 // (sim/core/calibration.h, whose to_json writes the file; docs/hardware-mode.md has every key).
 //
 // The `hardware` values are what the hardware file calls them: a link's bandwidth is the rate of its largest
-// copy, its latency comes from a latency + bytes / bandwidth fit per direction; the efficiencies divide by
-// the reference hardware file's peaks. Values whose measurements were skipped stay unset rather than guessed.
-// The NVMe values come from the store's own batches where the run has them (a load reads the disk through
-// the store, below the raw rate by what its checksums and scheduling cost), else from the raw O_DIRECT grid.
-// Raw samples go under `measurements` for anyone who wants to refit them. Timed forward-pass steps, when
-// the run has them, give the `serving` step costs (step_fit.h) for the model they ran, and each step goes
-// under measurements.steps with its predicted time and residual.
+// copy, its latency comes from a latency + bytes / bandwidth fit per direction; the PCIe values from the
+// store's offload and reload batches where the run has them, else from plain copies; the efficiencies divide
+// by the reference hardware file's peaks. Values whose measurements were skipped stay unset rather than
+// guessed. The NVMe values come from the store's own batches where the run has them (a load reads the disk
+// through the store, below the raw rate by what its checksums and scheduling cost), else from the raw
+// O_DIRECT grid. Raw samples go under `measurements` for anyone who wants to refit them. Timed forward-pass
+// steps, when the run has them, give the `serving` step costs (step_fit.h) for the model they ran, and each
+// step goes under measurements.steps with its predicted time and residual.
 #pragma once
 
 #include <optional>
@@ -36,6 +37,7 @@ struct CalibrationRun {
   std::string device;
   HardwareConfig reference;             // the hardware file whose peaks the efficiencies are relative to
   std::vector<CopySample> copies = {};  // h2d and d2h by size, plus one kBoth and one kDeviceToDevice
+  std::vector<OffloadSample> offloads = {};  // batches through the store's offload engine, each way
   std::vector<DiskSample> disk = {};
   std::vector<StoreSample> store = {};  // the disk through the NVMe store: what a load from NVMe gets
   std::vector<GemmSample> gemms = {};

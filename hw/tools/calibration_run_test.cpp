@@ -46,6 +46,30 @@ TEST(CalibrationJson, FitsPcieLatencyPerDirectionAndReportsTheLargestCopysRateIn
   EXPECT_FALSE(pcie.contains("latency")) << "no shared latency beside the two";
 }
 
+TEST(CalibrationJson, TakesThePcieValuesFromTheStoresOffloadBatchesOverThePlainCopies) {
+  CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
+  run.copies = exact_copies(CopyDirection::kHostToDevice, 2.0e-6, 55e9);
+  const auto d2h = exact_copies(CopyDirection::kDeviceToHost, 3.0e-6, 56e9);
+  run.copies.insert(run.copies.end(), d2h.begin(), d2h.end());
+  // Offloads of 32 MiB pages at 110 us + bytes / 54.9 GB/s, reloads at 37 us + bytes / 54.8 GB/s.
+  const uint64_t page = 32u << 20;
+  for (uint64_t pages : {1u, 2u, 32u}) {
+    const double bytes = static_cast<double>(pages * page);
+    run.offloads.push_back({CopyDirection::kDeviceToHost, page, pages, 110e-6 + bytes / 54.9e9});
+    run.offloads.push_back({CopyDirection::kHostToDevice, page, pages, 37e-6 + bytes / 54.8e9});
+  }
+  const MeasuredHardware hardware = summarize_calibration(run).hardware;
+  // 1 GiB in 110 us + 19.558 ms: 54.593 GB/s; in 37 us + 19.594 ms: 54.697 GB/s.
+  EXPECT_NEAR(*hardware.pcie_d2h_bandwidth, 54.593e9, 0.001e9);
+  EXPECT_NEAR(*hardware.pcie_h2d_bandwidth, 54.697e9, 0.001e9);
+  EXPECT_NEAR(*hardware.pcie_d2h_latency, 110e-6, 0.001e-6) << "the batch's, not the plain copy's 3 us";
+  EXPECT_NEAR(*hardware.pcie_h2d_latency, 37e-6, 0.001e-6);
+  const nlohmann::json offloads = nlohmann::json(summarize_calibration(run))["measurements"]["offload"];
+  ASSERT_EQ(offloads.size(), 6u);
+  EXPECT_EQ(offloads[1]["direction"], "h2d");
+  EXPECT_EQ(offloads[5]["pages"], 32);
+}
+
 TEST(CalibrationJson, DerivesMfuFromGemmFlopsAndHbmEfficiencyFromTheDeviceCopy) {
   CalibrationRun run{.command = "c", .device = "d", .reference = h200()};
   // 2 x 4096 x 4096 x 4096 FLOP in 0.25 ms = 549.8 TFLOP/s, 0.5559 of 989 TFLOP/s.

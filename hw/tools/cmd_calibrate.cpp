@@ -16,10 +16,12 @@
 #include "hw/tools/gemm_probe.h"
 #include "hw/tools/hw_commands.h"
 #include "hw/tools/kernel_probe.h"
+#include "hw/tools/offload_bench.h"
 #include "hw/tools/step_probe.h"
 #include "hw/tools/tool_support.h"
 #include "sim/core/cli_help.h"
 #include "sim/core/config_files.h"
+#include "sim/core/kv_layout.h"
 #include "sim/core/model_card.h"
 #include "sim/core/units.h"
 
@@ -86,6 +88,20 @@ std::vector<GemmSample> measure_model_gemms(const CalibrateArguments& arguments)
       samples.push_back(s);
   }
   return samples;
+}
+
+// Batches of one page, about 64 MiB and about 1 GiB, as the store probe's: the small ones show a batch's
+// fixed time, the largest the rate.
+std::vector<uint64_t> offload_batch_pages(uint64_t page_bytes) {
+  return {1, std::max<uint64_t>(2, (64ull << 20) / page_bytes),
+          std::max<uint64_t>(4, (1ull << 30) / page_bytes)};
+}
+
+// A KV block of the step model at --step-block-tokens in bf16: the page a serving run of it offloads.
+uint64_t offload_page_bytes(const CalibrateArguments& arguments) {
+  const ModelCard model = parse_model_card(load_config(arguments.step_model, "models"));
+  return static_cast<uint64_t>(resolve_kv_layout(model, "bf16").bytes_per_token()) *
+         static_cast<uint64_t>(arguments.step_block_tokens);
 }
 
 // Times the forward pass's steps for the serving fit; the card must be one the forward pass runs.
@@ -160,6 +176,13 @@ void run(const CalibrateArguments& arguments) {
   for (const CopySample& c : calibration.copies) {
     std::printf("copy %-4s %10s  %s\n", to_string(c.direction),
                 format_bytes(static_cast<double>(c.bytes)).c_str(), rate_text(c.bytes_per_s).c_str());
+  }
+  const uint64_t page_bytes = offload_page_bytes(arguments);
+  calibration.offloads = measure_offload_batches(page_bytes, offload_batch_pages(page_bytes));
+  for (const OffloadSample& o : calibration.offloads) {
+    std::printf("offload %-4s %3llu x %10s  %s\n", to_string(o.direction),
+                static_cast<unsigned long long>(o.pages),
+                format_bytes(static_cast<double>(o.page_bytes)).c_str(), rate_text(o.bytes_per_s()).c_str());
   }
   calibration.kernels = measure_kernel_rates();
   for (const KernelRate& k : calibration.kernels)

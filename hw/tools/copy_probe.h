@@ -27,6 +27,18 @@ struct CopySample {
   double bytes_per_s = 0;
 };
 
+// A batch of KV pages moved through the store's offload engine and waited for, as the serving loop times
+// one transfer: kDeviceToHost gathers the pages and copies them to pinned host pages (an offload),
+// kHostToDevice copies them back and scatters them (a reload).
+struct OffloadSample {
+  CopyDirection direction = CopyDirection::kDeviceToHost;
+  uint64_t page_bytes = 0;
+  uint64_t pages = 0;
+  double seconds = 0;  // median of the batch's runs
+  uint64_t bytes() const { return page_bytes * pages; }
+  double bytes_per_s() const { return static_cast<double>(bytes()) / seconds; }
+};
+
 // Pinned host-to-device and device-to-host copies of each size.
 std::vector<CopySample> measure_host_copies(std::span<const uint64_t> sizes);
 // One host-to-device and one device-to-host copy of `bytes` each, on two streams at once.

@@ -9,11 +9,13 @@
 #include <numeric>
 #include <random>
 
-#include "hw/tools/copy_probe.h"
+#include "hw/store/block_file.h"
+#include "hw/store/gpu_device_pages.h"
 #include "hw/store/gpu_memory.h"
 #include "hw/store/hbm_kv_cache.h"
 #include "hw/store/offload_engine.h"
 #include "hw/store/page_pool.h"
+#include "hw/tools/copy_probe.h"
 #include "hw/tools/tool_support.h"
 
 namespace kvtier::hw {
@@ -97,6 +99,36 @@ std::vector<BenchResult> run_offload_bench(const BenchOptions& options) {
         {"both", page_bytes, 2 * bytes, both, "H2D + D2H copies at once, 64 MiB", both_peak, 0.85});
   }
   return results;
+}
+
+std::vector<OffloadSample> measure_offload_batches(uint64_t page_bytes,
+                                                   std::span<const uint64_t> batch_pages) {
+  const uint64_t most = *std::max_element(batch_pages.begin(), batch_pages.end());
+  const std::vector<int64_t> group{static_cast<int64_t>(page_bytes)};
+  GpuDevicePages device(group, static_cast<int64_t>(most));  // the serving loop's pages and offload engine
+  const uint64_t pitch = round_up_to_io(page_bytes);
+  MemoryRegion host = device.allocate_host(most * pitch);
+  std::vector<int64_t> ids(most);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937_64(37));
+  std::vector<std::byte*> host_pages;
+  for (uint64_t i = 0; i < most; ++i) host_pages.push_back(host.data() + i * pitch);
+  std::vector<OffloadSample> samples;
+  for (uint64_t pages : batch_pages) {
+    const std::span<const int64_t> batch_ids(ids.data(), pages);
+    const std::span<std::byte* const> batch_hosts(host_pages.data(), pages);
+    const double offload = median_wall_seconds([&] {
+      device.offload(batch_ids, batch_hosts);
+      device.synchronize();
+    });
+    const double reload = median_wall_seconds([&] {
+      device.reload(batch_ids, batch_hosts);
+      device.synchronize();
+    });
+    samples.push_back({CopyDirection::kDeviceToHost, page_bytes, pages, offload});
+    samples.push_back({CopyDirection::kHostToDevice, page_bytes, pages, reload});
+  }
+  return samples;
 }
 
 nlohmann::json bench_json(const std::vector<BenchResult>& results) {

@@ -12,9 +12,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "hw/tools/copy_probe.h"
 #include "hw/tools/disk_probe.h"
 
 namespace kvtier::hw {
@@ -42,6 +44,10 @@ struct BenchResult {
 };
 
 std::vector<BenchResult> run_offload_bench(const BenchOptions& options);
+// Offloads, then reloads, of each batch size in `batch_pages` of scattered pages of `page_bytes` (one page
+// group, as a serving cache of that block size has): what `kvtier-hw calibrate` fits the PCIe links to.
+std::vector<OffloadSample> measure_offload_batches(uint64_t page_bytes,
+                                                   std::span<const uint64_t> batch_pages);
 // The NVMe store's put/get per page size against raw O_DIRECT on its own file (the raw rate against dd),
 // then GPUDirect Storage where available, against dd.
 std::vector<BenchResult> run_disk_bench(const BenchOptions& options);
