@@ -14,6 +14,10 @@ namespace kvtier {
 void configure_flow_model(sg4::Engine& engine) {
   engine.set_config("network/model:CM02");
   engine.set_config("network/crosstraffic:0");
+  // CM02 caps a flow at its TCP window over twice the route's latency (4 MiB by default: 19 GB/s at a
+  // store batch's calibrated 110 us). PCIe, NVMe and fabric links have no such window: a transfer takes
+  // latency + bytes / its share of bandwidth, whatever the latency.
+  engine.set_config("network/TCP-gamma:1e100");
 }
 
 NodeZone::NodeZone(sg4::NetZone* zone, const HardwareConfig& hw, int gpus, const std::string& prefix)
