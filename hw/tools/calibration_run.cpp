@@ -131,51 +131,51 @@ void add_gpu(const CalibrationRun& run, MeasuredHardware& hardware) {
   }
 }
 
+// One JSON object per sample, in order.
+template <typename Samples, typename Row>
+json rows_of(const Samples& samples, Row row) {
+  json rows = json::array();
+  for (const auto& sample : samples) rows.push_back(row(sample));
+  return rows;
+}
+
 json measurements_json(const CalibrationRun& run) {
-  json copies = json::array();
-  for (const CopySample& c : run.copies) {
-    copies.push_back({{"direction", to_string(c.direction)},
-                      {"bytes", c.bytes},
-                      {"seconds", c.seconds},
-                      {"bytes_per_s", c.bytes_per_s}});
-  }
-  json disk = json::array();
-  for (const DiskSample& d : run.disk) {
-    disk.push_back({{"op", to_string(d.op)},
-                    {"block_bytes", d.block_bytes},
-                    {"queue_depth", d.queue_depth},
-                    {"bytes", d.bytes},
-                    {"seconds", d.seconds},
-                    {"bytes_per_s", d.bytes_per_s()}});
-  }
-  json store = json::array();
-  for (const StoreSample& s : run.store) {
-    store.push_back({{"op", to_string(s.op)},
-                     {"block_bytes", s.block_bytes},
-                     {"blocks", s.blocks},
-                     {"seconds", s.seconds},
-                     {"cpu_seconds", s.cpu_seconds},
-                     {"bytes_per_s", s.bytes_per_s()}});
-  }
-  json gemms = json::array();
-  for (const GemmSample& g : run.gemms) {
-    gemms.push_back({{"model", g.model},
+  return {{"copy", rows_of(run.copies,
+                           [](const CopySample& c) -> json {
+                             return {{"direction", to_string(c.direction)},
+                                     {"bytes", c.bytes},
+                                     {"seconds", c.seconds},
+                                     {"bytes_per_s", c.bytes_per_s}};
+                           })},
+          {"offload", rows_of(run.offloads,
+                              [](const OffloadSample& o) -> json {
+                                return {{"direction", to_string(o.direction)},
+                                        {"page_bytes", o.page_bytes},
+                                        {"pages", o.pages},
+                                        {"seconds", o.seconds},
+                                        {"bytes_per_s", o.bytes_per_s()}};
+                              })},
+          {"disk", rows_of(run.disk,
+                           [](const DiskSample& d) -> json {
+                             return {{"op", to_string(d.op)},        {"block_bytes", d.block_bytes},
+                                     {"queue_depth", d.queue_depth}, {"bytes", d.bytes},
+                                     {"seconds", d.seconds},         {"bytes_per_s", d.bytes_per_s()}};
+                           })},
+          {"store", rows_of(run.store,
+                            [](const StoreSample& s) -> json {
+                              return {{"op", to_string(s.op)},        {"block_bytes", s.block_bytes},
+                                      {"blocks", s.blocks},           {"seconds", s.seconds},
+                                      {"cpu_seconds", s.cpu_seconds}, {"bytes_per_s", s.bytes_per_s()}};
+                            })},
+          {"gemm", rows_of(run.gemms, [](const GemmSample& g) -> json {
+             return {{"model", g.model},
                      {"name", g.shape.name},
                      {"m", g.shape.m},
                      {"n", g.shape.n},
                      {"k", g.shape.k},
                      {"seconds", g.seconds},
-                     {"flops_per_s", g.flops_per_s()}});
-  }
-  json offloads = json::array();
-  for (const OffloadSample& o : run.offloads) {
-    offloads.push_back({{"direction", to_string(o.direction)},
-                        {"page_bytes", o.page_bytes},
-                        {"pages", o.pages},
-                        {"seconds", o.seconds},
-                        {"bytes_per_s", o.bytes_per_s()}});
-  }
-  return {{"copy", copies}, {"offload", offloads}, {"disk", disk}, {"store", store}, {"gemm", gemms}};
+                     {"flops_per_s", g.flops_per_s()}};
+           })}};
 }
 
 // The share of a step's boost-clock time that is prefill attention.
