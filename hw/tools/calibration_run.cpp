@@ -23,7 +23,7 @@ std::vector<TransferTiming> copy_timings(const std::vector<CopySample>& copies, 
   return timings;
 }
 
-// The rate of the largest transfer in one direction: what the hardware file calls the link bandwidth.
+// The recorded rate of the largest copy in one direction (a device copy counts bytes read and written).
 double largest_transfer_rate(const std::vector<CopySample>& copies, CopyDirection direction) {
   const CopySample* best = nullptr;
   for (const CopySample& c : copies) {
@@ -32,37 +32,42 @@ double largest_transfer_rate(const std::vector<CopySample>& copies, CopyDirectio
   return best == nullptr ? 0 : best->bytes_per_s;
 }
 
-// The store's batches, as add_store takes the disk's: a batch is what the simulator sends over the link as
-// one transfer, and on the H200 served offloads took a fixed ~110 us per batch beside the bytes at the
-// copies' rate (the page ids' upload, the first gather, the wait), where a plain copy's latency is 2 us.
-// Returns false without two batches each way.
-bool add_offload_batches(const CalibrationRun& run, MeasuredHardware& hardware) {
-  std::vector<TransferTiming> each_way[2];
-  const OffloadSample* largest[2] = {nullptr, nullptr};
-  for (const OffloadSample& s : run.offloads) {
-    const int way = s.direction == CopyDirection::kDeviceToHost;
-    each_way[way].push_back({s.bytes(), s.seconds});
-    if (largest[way] == nullptr || s.bytes() > largest[way]->bytes()) largest[way] = &s;
+std::vector<TransferTiming> offload_timings(const std::vector<OffloadSample>& batches,
+                                            CopyDirection direction) {
+  std::vector<TransferTiming> timings;
+  for (const OffloadSample& b : batches) {
+    if (b.direction == direction) timings.push_back({b.bytes(), b.seconds});
   }
-  if (each_way[0].size() < 2 || each_way[1].size() < 2) return false;
-  hardware.pcie_h2d_bandwidth = largest[0]->bytes_per_s();
-  hardware.pcie_d2h_bandwidth = largest[1]->bytes_per_s();
-  hardware.pcie_h2d_latency = fit_link(each_way[0]).latency;
-  hardware.pcie_d2h_latency = fit_link(each_way[1]).latency;
-  return true;
+  return timings;
 }
 
+// A link from its timings in one direction: the rate of the largest transfer (what the hardware file calls
+// its bandwidth) and the latency of latency + bytes / bandwidth fitted to all of them.
+void fit_direction(const std::vector<TransferTiming>& timings, std::optional<double>& bandwidth,
+                   std::optional<double>& latency) {
+  const TransferTiming* largest = &timings.front();
+  for (const TransferTiming& t : timings) {
+    if (t.bytes > largest->bytes) largest = &t;
+  }
+  bandwidth = static_cast<double>(largest->bytes) / largest->seconds;
+  latency = fit_link(timings).latency;
+}
+
+// From the store's offload and reload batches where the run has two each way, else from plain copies. A
+// batch is what the simulator sends over a link as one transfer, and on the H200 served offloads took a
+// fixed ~110 us per batch beside the bytes at the copies' rate (the page ids' upload, the first gather,
+// the wait), where a plain copy's latency is 2 us. One latency per direction: small copies to the host
+// took 1.7-2.0 us and to the device 2.6-2.9 us, and their mean missed 16 KiB copies to the host by 32 %.
 void add_pcie(const CalibrationRun& run, MeasuredHardware& hardware) {
-  if (add_offload_batches(run, hardware)) return;
-  const auto h2d = copy_timings(run.copies, CopyDirection::kHostToDevice);
-  const auto d2h = copy_timings(run.copies, CopyDirection::kDeviceToHost);
+  auto h2d = offload_timings(run.offloads, CopyDirection::kHostToDevice);
+  auto d2h = offload_timings(run.offloads, CopyDirection::kDeviceToHost);
+  if (h2d.size() < 2 || d2h.size() < 2) {
+    h2d = copy_timings(run.copies, CopyDirection::kHostToDevice);
+    d2h = copy_timings(run.copies, CopyDirection::kDeviceToHost);
+  }
   if (h2d.size() < 2 || d2h.size() < 2) return;
-  hardware.pcie_h2d_bandwidth = largest_transfer_rate(run.copies, CopyDirection::kHostToDevice);
-  hardware.pcie_d2h_bandwidth = largest_transfer_rate(run.copies, CopyDirection::kDeviceToHost);
-  // One latency per direction: on the H200 small copies to the host took 1.7-2.0 us and to the device
-  // 2.6-2.9 us, and their mean missed 16 KiB copies to the host by 32 %.
-  hardware.pcie_h2d_latency = fit_link(h2d).latency;
-  hardware.pcie_d2h_latency = fit_link(d2h).latency;
+  fit_direction(h2d, hardware.pcie_h2d_bandwidth, hardware.pcie_h2d_latency);
+  fit_direction(d2h, hardware.pcie_d2h_bandwidth, hardware.pcie_d2h_latency);
 }
 
 // The raw O_DIRECT grid: the best rate each way, the latency from the one-I/O-in-flight reads.
