@@ -64,14 +64,18 @@ std::vector<DiskSample> measure_disk_grid(const CalibrateArguments& arguments) {
   return samples;
 }
 
-// Per block size, batches of one block, about 64 MiB and about 1 GiB: the small batches show the store's
-// latency, the largest its bandwidth with the queue full, as a long prefix's load keeps it.
+// Batches of one block, about 64 MiB and about 1 GiB: the small ones show a batch's fixed time, the
+// largest the rate with the queue full, as a long prefix's load keeps it.
+std::vector<uint64_t> batch_sizes(uint64_t block_bytes) {
+  return {1, std::max<uint64_t>(2, (64ull << 20) / block_bytes),
+          std::max<uint64_t>(4, (1ull << 30) / block_bytes)};
+}
+
 std::vector<StoreSample> measure_store_grid(const CalibrateArguments& arguments) {
   std::vector<StoreSample> samples;
   for (uint64_t block : parse_size_list("--store-blocks", arguments.store_blocks)) {
-    const std::vector<uint64_t> batches{1, std::max<uint64_t>(2, (64ull << 20) / block),
-                                        std::max<uint64_t>(4, (1ull << 30) / block)};
-    for (const StoreSample& s : measure_store(arguments.directory, block, batches)) samples.push_back(s);
+    for (const StoreSample& s : measure_store(arguments.directory, block, batch_sizes(block)))
+      samples.push_back(s);
   }
   return samples;
 }
@@ -88,13 +92,6 @@ std::vector<GemmSample> measure_model_gemms(const CalibrateArguments& arguments)
       samples.push_back(s);
   }
   return samples;
-}
-
-// Batches of one page, about 64 MiB and about 1 GiB, as the store probe's: the small ones show a batch's
-// fixed time, the largest the rate.
-std::vector<uint64_t> offload_batch_pages(uint64_t page_bytes) {
-  return {1, std::max<uint64_t>(2, (64ull << 20) / page_bytes),
-          std::max<uint64_t>(4, (1ull << 30) / page_bytes)};
 }
 
 // A KV block of the step model at --step-block-tokens in bf16: the page a serving run of it offloads.
@@ -178,7 +175,7 @@ void run(const CalibrateArguments& arguments) {
                 format_bytes(static_cast<double>(c.bytes)).c_str(), rate_text(c.bytes_per_s).c_str());
   }
   const uint64_t page_bytes = offload_page_bytes(arguments);
-  calibration.offloads = measure_offload_batches(page_bytes, offload_batch_pages(page_bytes));
+  calibration.offloads = measure_offload_batches(page_bytes, batch_sizes(page_bytes));
   for (const OffloadSample& o : calibration.offloads) {
     std::printf("offload %-4s %3llu x %10s  %s\n", to_string(o.direction),
                 static_cast<unsigned long long>(o.pages),
