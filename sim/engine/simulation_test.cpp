@@ -224,13 +224,11 @@ TEST(Simulation, TransfersCsvHasTheLoadByHandAndEveryStore) {
   for (const auto& l : summary["link_bytes"]) {
     if (l["link"] == "pcie_d2h_0") d2h = l["bytes"].get<double>();
   }
-  // B's admission at 100 s demotes 6 of A's blocks: the first goes at once, the other 5 wait in the
-  // queue and go together when the engine next looks, after B's first prefill chunk of 8,192 tokens.
+  // B's admission at 100 s demotes 6 of A's blocks, which go together as one batch (store_queue.h).
   ASSERT_GE(stores.size(), 6u);
-  EXPECT_EQ(std::stod(stores[0][2]), 100.0);
-  for (size_t i = 1; i < 6; ++i) {
-    EXPECT_NEAR(std::stod(stores[i][2]), 100 + prefill_by_hand(0, 8192), 1e-6);
-    EXPECT_NEAR(std::stod(stores[i][3]) - std::stod(stores[i][2]), 2.8e-6 + 5 * block / 55e9, 1e-9);
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(std::stod(stores[i][2]), 100.0);
+    EXPECT_NEAR(std::stod(stores[i][3]) - std::stod(stores[i][2]), 2.8e-6 + 6 * block / 55e9, 1e-9);
   }
   for (size_t i = 0; i < 6; ++i) EXPECT_EQ(stores[i][4], "1") << i;
   EXPECT_EQ(static_cast<int64_t>(stores.size()), store_events);
@@ -267,9 +265,9 @@ TEST(Simulation, LinkUtilisationIsTheBusyFractionOfEachInterval) {
 }
 
 // instance.transfers: blocking: no step runs while a copy is in flight. B's admission demotes 6 of A's
-// blocks (one moves at once, five queue behind it); B's first chunk waits for all six, where in the
-// background mode it runs at once beside them. C's admission loads A's 6 blocks from DRAM and demotes 7
-// of B's (one, then six): its prefill waits for the longer of the two, the stores.
+// blocks (one batch); B's first chunk waits for all six, where in the background mode it runs at once
+// beside them. C's admission demotes 7 of B's blocks (one batch), then loads A's 6 from DRAM, one after
+// the other as a serving thread copies: its prefill waits for both.
 TEST(Simulation, BlockingTransfersHoldTheStepUntilEveryCopyLands) {
   std::string trace = temp_file("kvtier_sim_blocking.jsonl", mooncake_line(0, 16 * 512, 1, 16) +
                                                                  mooncake_line(100000, 20 * 512, 100, 20) +
@@ -281,11 +279,12 @@ TEST(Simulation, BlockingTransfersHoldTheStepUntilEveryCopyLands) {
   nlohmann::json summary = run(scenario_from(yaml), false, out);
   ASSERT_EQ(summary["requests_completed"], 3);
   const double block = 512.0 * 131072;
-  const double stores = (2.8e-6 + block / 55e9) + (2.8e-6 + 5 * block / 55e9);
+  const double stores = 2.8e-6 + 6 * block / 55e9;
   const std::vector<double> ttft = csv_column(out + "/requests.csv", "ttft_s");
   EXPECT_NEAR(ttft[1], stores + prefill_by_hand(0, 8192) + prefill_by_hand(8192, 2048), 1e-6);
-  const double c_stores = (2.8e-6 + block / 55e9) + (2.8e-6 + 6 * block / 55e9);
-  EXPECT_NEAR(ttft[2], c_stores + prefill_by_hand(8192, 512), 1e-6);
+  const double c_stores = 2.8e-6 + 7 * block / 55e9;
+  const double c_load = 2.8e-6 + 6 * block / 55e9;
+  EXPECT_NEAR(ttft[2], c_stores + c_load + prefill_by_hand(8192, 512), 1e-6);
 }
 
 TEST(Simulation, BreakevenPolicyRecomputesWhatTheDiskWouldLoadSlower) {

@@ -53,11 +53,14 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
     if (each_iteration) each_iteration();
     if (transfers_ && transfers_->held() >= write_transfers_at_) write_started_transfers();
     stores_.pump();
+    if (blocking_transfers_) start_waiting_loads();
     const Decision& decision = scheduler_.decide();
+    stores_.start_idle();  // those of decide()'s last cache call, before anything waits on them
     if (decision.kind == Decision::Kind::kStep) {
       if (blocking_transfers_) settle_transfers();
       run_step(decision.step);
       scheduler_.finish_step();
+      stores_.start_idle();  // those of the step's releases and capacity change
     } else if (decision.kind == Decision::Kind::kWait && !wait_for_work(decision)) {
       break;
     }
@@ -97,10 +100,12 @@ bool ServingInstance::wait_for_work(const Decision& decision) {
 }
 
 // Blocking transfers: every copy started so far lands before the step runs, stores queued behind a batch
-// in flight included, as when a connector loads and saves KV on the serving thread.
+// in flight and loads waiting for the stores included, as when a connector loads and saves KV on the
+// serving thread.
 void ServingInstance::settle_transfers() {
   while (true) {
     stores_.pump();
+    start_waiting_loads();
     std::vector<sg4::CommPtr> pending = stores_.in_flight();
     for (const auto& [handle, load] : loads_) {
       for (const LoadPart& part : load.parts) {
@@ -131,18 +136,40 @@ LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, ui
   Load& load = loads_[next_load_];
   load.start_s = now();
   load.request_id = request_id;
+  if (blocking_transfers_) {
+    stores_.start_idle();  // the stores of this cache call go first
+    if (!stores_.in_flight().empty()) {
+      load.waiting_bytes.assign(bytes_by_tier.begin(), bytes_by_tier.end());
+      return next_load_++;
+    }
+  }
+  start_copies(load, bytes_by_tier);
+  return next_load_++;
+}
+
+void ServingInstance::start_copies(Load& load, std::span<const double> bytes_by_tier) {
+  load.start_s = now();
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
     auto started = platform_.transfer(tier_media_[t], tier_media_[0], bytes_by_tier[t]);
     state_.transfers += static_cast<int64_t>(started.size());
     load.parts.push_back({static_cast<int>(t), bytes_by_tier[t], std::move(started)});
   }
-  return next_load_++;
+}
+
+void ServingInstance::start_waiting_loads() {
+  if (!stores_.in_flight().empty()) return;
+  for (auto& [handle, load] : loads_) {
+    if (load.waiting_bytes.empty()) continue;
+    start_copies(load, load.waiting_bytes);
+    load.waiting_bytes.clear();
+  }
 }
 
 bool ServingInstance::load_done(LoadHandle handle) {
   auto it = loads_.find(handle);
   const Load& load = it->second;
+  if (!load.waiting_bytes.empty()) return false;
   for (const LoadPart& part : load.parts) {
     if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       return false;
@@ -181,8 +208,21 @@ LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
   return next_load_++;
 }
 
+// Queued, not started: every store of one cache call goes in one batch (store_queue.h).
 void ServingInstance::start_store(int from_tier, int to_tier, double bytes, int64_t cause) {
   stores_.add(tier_media_[from_tier], tier_media_[to_tier], tier_path(from_tier, to_tier), bytes, cause);
+}
+
+void ServingInstance::cache_admitted(uint64_t, std::span<const uint64_t>, const std::vector<bool>&) {
+  stores_.start_idle();
+}
+
+void ServingInstance::cache_released(uint64_t) {
+  stores_.start_idle();
+}
+
+void ServingInstance::cache_capacity_set(int, int64_t) {
+  stores_.start_idle();
 }
 
 }  // namespace kvtier

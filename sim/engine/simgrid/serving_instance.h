@@ -3,8 +3,12 @@
 // The scheduler makes every serving decision; this actor gives it SimGrid's clock and the platform's links.
 // A planned step lasts what the cost model says (plus any dequantize/quantize work queued by transfers),
 // as a simulated sleep. Loads and stores are SimGrid Comms on the platform's links, so they overlap compute
-// and share bandwidth; stores go through offload-worker queues (store_queue.h). When nothing can run, the
-// actor waits for the next arrival or for any transfer to end.
+// and share bandwidth; stores go through offload-worker queues (store_queue.h), the stores of one cache
+// call as one batch. When nothing can run, the actor waits for the next arrival or for any transfer to end.
+//
+// With blocking transfers the copies go one after another, as on a serving thread that makes them: a
+// cache call's stores, then its load (the GPU's TieredStore copies in that order, hw/store/transfer_run.cpp).
+// A load waits until no store batch moves, and a step until no copy does.
 //
 // Every load and store is also logged for transfers.csv (sim/core/transfer_log.h): a load as one row per
 // lower tier it reads (from when the load starts to when that tier's bytes have landed in HBM; a load
@@ -67,6 +71,12 @@ class ServingInstance : private ServingBackend {
   void cancel_load(LoadHandle load) override;
   void start_store(int from_tier, int to_tier, double bytes, int64_t cause) override;
   LoadHandle receive_prefilled_kv(uint64_t request_id) override;
+  // A cache call is reported before its stores are added: the stores queued by then are those of the
+  // calls before, which are over, and start.
+  void cache_admitted(uint64_t request_id, std::span<const uint64_t> block_ids,
+                      const std::vector<bool>& recompute_tier) override;
+  void cache_released(uint64_t request_id) override;
+  void cache_capacity_set(int tier, int64_t bytes) override;
   bool wait_for_work(const Decision& decision);
   void settle_transfers();
   void write_started_transfers();
@@ -84,7 +94,12 @@ class ServingInstance : private ServingBackend {
     double start_s = 0;
     uint64_t request_id = 0;
     std::vector<LoadPart> parts;
+    std::vector<double> waiting_bytes;  // by tier, while it waits for the stores before it (blocking)
   };
+  // Starts the load's copies now.
+  void start_copies(Load& load, std::span<const double> bytes_by_tier);
+  // Blocking transfers: starts the loads that waited for the stores before them, once none moves.
+  void start_waiting_loads();
 
   std::vector<Medium> tier_media_;
   std::vector<std::string> tier_paths_;  // transfers.csv's path of each pair of tiers (tier_path)

@@ -13,11 +13,16 @@ constexpr double kLandingMargin = 1e-6;  // relative to the least time, and in s
 }  // namespace
 
 void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause) {
-  const size_t i = index(from, to);
-  Path& path = paths_[i];
+  Path& path = paths_[index(from, to)];
   path.pending_bytes += bytes;
   if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0, cause});
-  if (path.comms.empty()) start(i, path);
+}
+
+void StoreQueues::start_idle() {
+  for (size_t i = 0; i < kPaths; ++i) {
+    Path& path = paths_[i];
+    if (path.comms.empty() && path.pending_bytes > 0) start(i, path);
+  }
 }
 
 void StoreQueues::start(size_t index, Path& path) {

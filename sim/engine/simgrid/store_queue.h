@@ -7,6 +7,12 @@
 // and bytes that arrive meanwhile wait and go together in the next one. The link carries the same bytes
 // at the same rate; SimGrid sees one flow per path.
 //
+// The stores one cache call makes (an admission, a release, a capacity change) go as one batch per path:
+// they are only queued while the call runs (add), and start together once it is over (start_idle). The
+// GPU's TieredStore (hw/store/tiered_store.h) moves every copy of one cache call as one batched copy; a
+// queue that started the first store at once would send it alone, and the rest as a second batch once it
+// had landed, each batch paying the link's fixed latency, so the stores' times would differ from the GPU's.
+//
 // Each store still becomes its own row of transfers.csv (sim/core/transfer_log.h): it starts when the
 // batch carrying it starts moving on the link, after its wait in the queue, and ends when that batch has
 // landed. Stores still queued when the run ends never moved and have no row; batches in flight then are
@@ -33,8 +39,12 @@ class StoreQueues {
   StoreQueues(Platform& platform, TransfersCsvWriter* log) : platform_(platform), log_(log) {}
 
   // Queues `bytes` for the path between the media; `tier_path` and `cause` (the request it is for) name the
-  // store in transfers.csv. Starts a transfer at once if the path is idle.
+  // store in transfers.csv. Nothing starts: the store waits for start_idle(), or for the path's batch in
+  // flight to land (pump).
   void add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause);
+  // Starts the queued stores of every idle path, one batch per path. Call once a cache call is over,
+  // before anything waits on the stores.
+  void start_idle();
   // Logs the batch of every path whose transfer has finished and starts the next. Call at every engine
   // iteration.
   void pump();
