@@ -193,6 +193,9 @@ void add_serving(const CalibrationRun& run, Calibration& calibration) {
   if (run.steps.empty()) return;
   HardwareConfig hardware = run.reference;
   overlay_calibration(calibration, hardware);
+  // The probe's forward pass ran on one GPU. A card of a node (the H100's and the MI355X's count 8) would
+  // have the cost model spread each step's work over eight, and the fit read the GPU eight times slower.
+  hardware.gpu.count = 1;
   const double kv_bytes_per_token =
       static_cast<double>(resolve_kv_layout(run.step_model, "bf16").bytes_per_token());
   std::optional<PowerThrottle> throttle;

@@ -143,6 +143,20 @@ TEST(StepFit, TheCalibrationFileReproducesEachStoredPrediction) {
   EXPECT_FALSE(nlohmann::json(summarize_calibration(run)).contains("serving")) << "no steps, no fit";
 }
 
+// The probe runs one GPU whatever the reference card's node holds: on a card of eight (as the H100's and
+// the MI355X's are), the fit gives the costs the steps were timed with, as on the card of one.
+TEST(StepFit, TheFitPricesOneGpuOnACardOfEight) {
+  const ModelOnH200 setup;
+  CalibrationRun run = synthetic_run(setup);
+  run.steps = synthetic_steps(setup, 0);
+  run.reference.gpu.count = 8;
+  const Calibration back = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
+  ASSERT_TRUE(back.serving);
+  const StepCosts fitted = *serving_step_costs(back, setup.model);
+  EXPECT_NEAR(fitted.linear_mfu / kTruth.linear_mfu, 1, 1e-6);
+  EXPECT_NEAR(fitted.step_overhead_s, kTruth.step_overhead_s, 1e-9);
+}
+
 // The H200's attention tiling (one block of either kernel on each of 132 multiprocessors), with costs.
 AttentionCosts attention_truth() {
   return {.query_rows = 128,
