@@ -138,8 +138,9 @@ LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, ui
   load.request_id = request_id;
   if (blocking_transfers_) {
     stores_.start_idle();  // the stores of this cache call go first
-    if (!stores_.in_flight().empty()) {
+    if (stores_.moving()) {
       load.waiting_bytes.assign(bytes_by_tier.begin(), bytes_by_tier.end());
+      ++waiting_loads_;
       return next_load_++;
     }
   }
@@ -158,12 +159,13 @@ void ServingInstance::start_copies(Load& load, std::span<const double> bytes_by_
 }
 
 void ServingInstance::start_waiting_loads() {
-  if (!stores_.in_flight().empty()) return;
+  if (waiting_loads_ == 0 || stores_.moving()) return;
   for (auto& [handle, load] : loads_) {
     if (load.waiting_bytes.empty()) continue;
     start_copies(load, load.waiting_bytes);
     load.waiting_bytes.clear();
   }
+  waiting_loads_ = 0;
 }
 
 bool ServingInstance::load_done(LoadHandle handle) {
@@ -189,6 +191,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
 
 void ServingInstance::cancel_load(LoadHandle handle) {
   auto it = loads_.find(handle);
+  if (!it->second.waiting_bytes.empty()) --waiting_loads_;
   for (const LoadPart& part : it->second.parts) {
     if (part.tier != kPrefilled) platform_.cancel(part.comms);  // the sender's handoff goes on
   }

@@ -112,6 +112,7 @@ class ServingInstance : private ServingBackend {
   size_t write_transfers_at_ = 0;  // held rows of transfers_ that call for a write
   StoreQueues stores_;  // demotions and write-throughs, nobody waits for them
   std::unordered_map<LoadHandle, Load> loads_;
+  int64_t waiting_loads_ = 0;  // loads_ with waiting_bytes
   LoadHandle next_load_ = 0;
   GpuHeat heat_;  // the GPU's power state, which slows compute-bound steps
   double last_step_end_ = 0;

@@ -71,6 +71,10 @@ void StoreQueues::finish_in_flight() {
   }
 }
 
+bool StoreQueues::moving() const {
+  return std::any_of(paths_.begin(), paths_.end(), [](const Path& path) { return !path.comms.empty(); });
+}
+
 std::vector<sg4::CommPtr> StoreQueues::in_flight() const {
   std::vector<sg4::CommPtr> out;
   for (const Path& path : paths_) out.insert(out.end(), path.comms.begin(), path.comms.end());

@@ -51,6 +51,8 @@ class StoreQueues {
   // Waits for every batch in flight and logs it; queued stores are not started. For the end of the run,
   // from an actor, when nobody pumps any more.
   void finish_in_flight();
+  // Whether a batch is in flight on any path (in_flight() not empty, without building it).
+  bool moving() const;
   // Transfers in flight, for an idle engine to wait on.
   std::vector<simgrid::s4u::CommPtr> in_flight() const;
   double queued_bytes() const;
