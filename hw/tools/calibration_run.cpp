@@ -254,6 +254,78 @@ Calibration summarize_calibration(const CalibrationRun& run) {
   return calibration;
 }
 
+namespace {
+
+const json& measurement(const json& measurements, const char* key) {
+  if (!measurements.contains(key))
+    throw std::invalid_argument(std::string("calibration refit: measurements.") + key + " is missing");
+  return measurements.at(key);
+}
+
+std::vector<StepSample> stored_steps(const json& steps) {
+  std::vector<StepSample> samples;
+  for (const json& s : steps) {
+    samples.push_back({.prefill_sequences = s.at("prefill_sequences").get<int64_t>(),
+                       .new_tokens = s.at("new_tokens").get<int64_t>(),
+                       .cached_tokens = s.at("cached_tokens").get<int64_t>(),
+                       .decode_sequences = s.at("decode_sequences").get<int64_t>(),
+                       .decode_context = s.at("decode_context").get<int64_t>(),
+                       .seconds = s.at("seconds").get<double>(),
+                       .attention_seconds = s.value("attention_seconds", 0.0)});
+  }
+  return samples;
+}
+
+// The run a calibration file's step measurements came from, as add_serving reads it.
+CalibrationRun stored_step_run(const Calibration& calibration, const ModelCard& step_model,
+                               const HardwareConfig& reference) {
+  const json& m = calibration.measurements;
+  CalibrationRun run{.command = calibration.command, .device = calibration.device, .reference = reference};
+  run.step_model = step_model;
+  run.steps = stored_steps(measurement(m, "steps"));
+  run.step_block_tokens = measurement(m, "step_block_tokens").get<int64_t>();
+  const std::string gap = measurement(m, "step_gap").get<std::string>();
+  run.step_gap = {gap == "light" ? StepGapKind::kLight : StepGapKind::kIdle,
+                  measurement(m, "step_gap_s").get<double>()};
+  if (m.contains("throttle")) {
+    run.throttle_seconds = m["throttle"].at("seconds").get<std::vector<double>>();
+    run.throttle_chunk_tokens = m["throttle"].at("chunk_tokens").get<int64_t>();
+  }
+  if (m.contains("throttle_attention")) {
+    const json& a = m["throttle_attention"];
+    run.attention_throttle_seconds = a.at("seconds").get<std::vector<double>>();
+    run.attention_throttle_step = {.prefill_sequences = 1,
+                                   .new_tokens = a.at("new_tokens").get<int64_t>(),
+                                   .cached_tokens = a.at("cached_tokens").get<int64_t>(),
+                                   .decode_sequences = a.at("decode_sequences").get<int64_t>(),
+                                   .decode_context = a.at("decode_context").get<int64_t>()};
+  }
+  if (calibration.serving && calibration.serving->costs.attention) {
+    AttentionCosts tiling = *calibration.serving->costs.attention;
+    tiling.unsplit = {.key_tile = tiling.unsplit.key_tile, .slots = tiling.unsplit.slots};
+    tiling.split = {.key_tile = tiling.split.key_tile, .slots = tiling.split.slots};
+    run.attention_tiling = tiling;
+  }
+  return run;
+}
+
+}  // namespace
+
+Calibration refit_serving(Calibration calibration, const ModelCard& step_model,
+                          const HardwareConfig& reference, const std::string& command) {
+  if (!calibration.serving) throw std::invalid_argument("calibration refit: the file has no serving section");
+  if (calibration.serving->model != step_model.name) {
+    throw std::invalid_argument("calibration refit: the steps ran " + calibration.serving->model + ", not " +
+                                step_model.name);
+  }
+  const CalibrationRun run = stored_step_run(calibration, step_model, reference);
+  for (const char* key : {"steps", "throttle", "throttle_attention"}) calibration.measurements.erase(key);
+  calibration.serving.reset();
+  add_serving(run, calibration);
+  calibration.measurements["refit"] = command;
+  return calibration;
+}
+
 std::string reference_card_for(const std::string& device) {
   // The H100 SXM only ("H100 80GB HBM3" as the driver names it): the PCIe and NVL cards have other peaks.
   static const std::pair<const char*, const char*> kCards[] = {{"H200", "h200"},

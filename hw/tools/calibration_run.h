@@ -59,6 +59,14 @@ struct CalibrationRun {
 
 Calibration summarize_calibration(const CalibrationRun& run);
 
+// The serving fit run again on a calibration's stored step measurements (measurements.steps, .throttle,
+// .throttle_attention, .step_gap), for a fit that changed since the GPU was measured: `step_model` is the
+// card the steps ran (serving.model must be its name), `reference` the hardware file the efficiencies
+// divide by. The attention tiling is the file's own (serving.attention less its costs). Everything else
+// is kept; measurements.refit records `command`. Throws std::invalid_argument naming what is missing.
+Calibration refit_serving(Calibration calibration, const ModelCard& step_model,
+                          const HardwareConfig& reference, const std::string& command);
+
 // The built-in hardware card (configs/hardware) of the GPU a device description names ("NVIDIA H100 80GB
 // HBM3 (sm_90, 79.2 GiB)" -> "h100-sxm"), whose peaks that GPU's efficiencies must divide by: an H100's
 // copy rate over an H200's HBM bandwidth would price the H100's memory-bound work 1.43x too slow. Throws

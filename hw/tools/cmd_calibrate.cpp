@@ -315,4 +315,39 @@ void add_calibrate_command(CLI::App& app) {
   });
 }
 
+void add_refit_command(CLI::App& app) {
+  struct RefitArguments {
+    std::string calibration, step_model = "llama-3.1-8b", hardware, out;
+  };
+  auto arguments = std::make_shared<RefitArguments>();
+  CLI::App* command = app.add_subcommand(
+      "refit", "Fit a calibration's serving step costs again from its stored measurements (no GPU needed)");
+  command
+      ->add_option("calibration", arguments->calibration,
+                   "The calibration JSON kvtier-hw calibrate --steps wrote")
+      ->required();
+  command->add_option("--step-model", arguments->step_model, "Model card whose forward pass the steps ran")
+      ->capture_default_str();
+  command->add_option(
+      "--hardware", arguments->hardware,
+      "Hardware file whose peaks efficiencies refer to (default: the card of the file's device)");
+  command->add_option("--out", arguments->out, "Write the refitted calibration JSON to this file")
+      ->required();
+  command->callback([arguments] {
+    const Calibration measured = load_calibration(arguments->calibration);
+    const std::string card =
+        arguments->hardware.empty() ? reference_card_for(measured.device) : arguments->hardware;
+    Calibration refitted;
+    try {
+      refitted = refit_serving(measured, parse_model_card(load_config(arguments->step_model, "models")),
+                               parse_hardware(load_config(card, "configs/hardware")), command_line());
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(arguments->calibration + ": " + e.what());
+    }
+    const nlohmann::json json = refitted;
+    print_steps(json);
+    write_json_file(arguments->out, json);
+  });
+}
+
 }  // namespace kvtier::hw

@@ -8,6 +8,7 @@
 namespace kvtier::hw {
 
 void add_calibrate_command(CLI::App& app);
+void add_refit_command(CLI::App& app);
 void add_roundtrip_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_replay_command(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   kvtier::add_version_flag(app, "kvtier-hw");
   kvtier::hw::add_calibrate_command(app);
+  kvtier::hw::add_refit_command(app);
   kvtier::hw::add_roundtrip_command(app);
   kvtier::hw::add_bench_command(app);
   kvtier::hw::add_replay_command(app);
@@ -26,8 +27,9 @@ int main(int argc, char** argv) {
 #endif
   kvtier::check_numeric_options(app);
   kvtier::plain_help_labels(app);
-  // After the arguments parse and before a command runs, so that --help and --version need no GPU.
-  app.parse_complete_callback([] {
+  // After the arguments parse and before a command runs, so that --help, --version and refit need no GPU.
+  app.parse_complete_callback([&app] {
+    if (app.got_subcommand("refit")) return;
     if (kvtier::gpu::visible_device_count() == 0) {
       throw std::runtime_error(std::string("no ") + KVTIER_GPU_NAME +
                                " device visible; the hardware mode needs a GPU");

@@ -230,7 +230,10 @@ std::vector<StepSample> probe_steps(int64_t kv_tokens_available) {
 
 namespace {
 
-// The samples with the boost-clock times of the steps that heat the GPU, each timed from a cool GPU.
+// The samples with the boost-clock times of the steps that heat the GPU, each timed from a cool GPU. A
+// step's attention timed alone stays as measured: without the linear layers beside it the launch does not
+// draw the GPU to its power limit (results/validation/h200/attention-alone/), so it runs at the boost clock
+// even where the whole step slows.
 std::vector<StepSample> at_boost_clock(std::vector<StepSample> samples, const std::vector<bool>& heats,
                                        const PowerThrottle& throttle) {
   for (size_t i = 0; i < samples.size(); ++i) {
@@ -243,7 +246,6 @@ std::vector<StepSample> at_boost_clock(std::vector<StepSample> samples, const st
     // The measured share of attention stands for its share at the boost clock (power_throttle.h).
     const double share = std::clamp(s.attention_seconds / s.seconds, 0.0, 1.0);
     s.seconds = unthrottled_seconds(throttle, s.seconds, share);
-    s.attention_seconds = unthrottled_seconds(throttle, s.attention_seconds, 1);
   }
   return samples;
 }
@@ -385,13 +387,11 @@ StepFit fit_step_costs(const ModelCard& model, const HardwareConfig& hardware, d
   const PowerThrottle none{};
   for (size_t i = 0; i < measured.size(); ++i) {
     const StepWork work = measured[i].work();
-    GpuHeat step(throttle.value_or(none)), attention(throttle.value_or(none));
+    GpuHeat step(throttle.value_or(none));
     fit.predicted_seconds.push_back(
         step.run(fitted.step_seconds(work), heats[i], fitted.prefill_attention_seconds(work)));
     if (costs.attention) {
-      const double boost_attention = fitted.block_attention_seconds(work);
-      fit.predicted_attention_seconds.push_back(
-          attention.run(boost_attention, heats[i] && measured[i].prefill_sequences > 0, boost_attention));
+      fit.predicted_attention_seconds.push_back(fitted.block_attention_seconds(work));
     }
   }
   return fit;

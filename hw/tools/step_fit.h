@@ -108,9 +108,10 @@ PowerThrottle fit_long_step_throttle(const std::vector<double>& seconds, double 
 PowerThrottle split_throttle(const PowerThrottle& chunk, double chunk_share, const PowerThrottle& attention,
                              double attention_share);
 
-// With `throttle`, every sample is taken to start from a cool GPU: the compute-bound steps' times (and the
-// attention of those with prefill chunks) are turned into their boost-clock times before the fit
-// (unthrottled_seconds), the costs carry the throttle, and the predictions are the throttled times.
+// With `throttle`, every sample is taken to start from a cool GPU: the compute-bound steps' times are turned
+// into their boost-clock times before the fit (unthrottled_seconds), the costs carry the throttle, and the
+// predictions are the throttled times. A step's attention timed alone is taken at the boost clock as
+// measured (alone, the launch does not reach the power limit), and predicted so.
 //
 // With `attention_tiling` (the forward pass's, step_probe.h) and every sample's attention timed, the
 // attention model's kernel costs are fitted to the attention launches (attention_fit.h), and the overhead

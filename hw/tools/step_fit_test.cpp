@@ -207,6 +207,63 @@ TEST(StepFit, WithTimedAttentionFitsTheKernelsAndTheRestBesideThem) {
   EXPECT_EQ(json[3]["predicted_attention_seconds"].get<double>(), fit.predicted_attention_seconds[3]);
 }
 
+// Under a throttle, the whole steps timed from a cool GPU slow past the onset (attention more than the
+// rest), while each step's attention timed alone runs at the boost clock, as it does on the GPU: the
+// kernels' costs are fitted to those times as they are, not slowed back.
+TEST(StepFit, AttentionTimedAloneIsTakenAtTheBoostClock) {
+  const ModelOnH200 setup;
+  const PowerThrottle throttle{.onset_s = 0.1, .slowdown = 1.1, .attention_slowdown = 1.3};
+  const StepCosts costs{.step_overhead_s = kTruth.step_overhead_s,
+                        .linear_mfu = kTruth.linear_mfu,
+                        .attention = attention_truth()};
+  const CostModel truth(setup.model, setup.hardware, setup.kv_bytes_per_token, costs);
+  std::vector<StepSample> steps = steps_with_attention(setup, 0);
+  int slowed = 0;
+  for (StepSample& s : steps) {
+    const double boost = s.seconds;
+    s.seconds = GpuHeat(throttle).run(boost, truth.compute_bound(s.work()),
+                                      truth.prefill_attention_seconds(s.work()));
+    slowed += s.prefill_sequences > 0 && s.attention_seconds > throttle.onset_s;
+  }
+  ASSERT_GE(slowed, 4) << "the probe's long attention runs past the onset";
+  AttentionCosts tiling = attention_truth();
+  tiling.unsplit = {.key_tile = 128, .slots = 132};
+  tiling.split = {.key_tile = 64, .slots = 132};
+  const StepFit fit =
+      fit_step_costs(setup.model, setup.hardware, setup.kv_bytes_per_token, steps, tiling, throttle);
+  ASSERT_TRUE(fit.costs.attention);
+  EXPECT_NEAR(fit.costs.attention->unsplit.key_tile_s / 2.2e-6, 1, 1e-3);
+  EXPECT_NEAR(fit.costs.attention->split.key_tile_s / 2e-6, 1, 1e-3);
+  for (size_t i = 0; i < steps.size(); ++i)
+    EXPECT_NEAR(fit.predicted_attention_seconds[i] / steps[i].attention_seconds, 1, 1e-3) << i;
+}
+
+// kvtier-hw refit: the stored measurements of a file, fitted again by the same fit, give the file's serving
+// section back, with the command recorded; a card other than the one the steps ran is refused.
+TEST(StepFit, ARefitOfAFilesMeasurementsGivesItsServingCostsBack) {
+  const ModelOnH200 setup;
+  CalibrationRun run = synthetic_run(setup);
+  run.steps = steps_with_attention(setup, 0.01);
+  run.attention_tiling = attention_truth();
+  run.attention_tiling->unsplit = {.key_tile = 128, .slots = 132};
+  run.attention_tiling->split = {.key_tile = 64, .slots = 132};
+  run.throttle_chunk_tokens = 4096;
+  run.throttle_seconds = {0.09, 0.09, 0.09, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1};
+  const Calibration measured = parse_calibration(nlohmann::json(summarize_calibration(run)).dump(), "c.json");
+  const Calibration refitted = refit_serving(measured, setup.model, setup.hardware, "kvtier-hw refit c.json");
+  ASSERT_TRUE(refitted.serving);
+  EXPECT_EQ(nlohmann::json(refitted).at("serving"), nlohmann::json(measured).at("serving"));
+  EXPECT_EQ(refitted.measurements.at("steps"), measured.measurements.at("steps"));
+  EXPECT_EQ(refitted.measurements.at("throttle"), measured.measurements.at("throttle"));
+  EXPECT_EQ(refitted.measurements.at("refit"), "kvtier-hw refit c.json");
+  ModelCard other = setup.model;
+  other.name = "Other-8B";
+  EXPECT_THROW(refit_serving(measured, other, setup.hardware, "x"), std::invalid_argument);
+  Calibration unmeasured = measured;
+  unmeasured.measurements.erase("steps");
+  EXPECT_THROW(refit_serving(unmeasured, setup.model, setup.hardware, "x"), std::invalid_argument);
+}
+
 TEST(StepFit, WithoutTimedAttentionTheFormulaIsFitted) {
   const ModelOnH200 setup;
   std::vector<StepSample> steps = synthetic_steps(setup, 0);
