@@ -5,6 +5,9 @@
 //              kernel paged_attention picks, and with --attention-kernels auto,mma the mma.sync kernel too),
 //              and the HBM rate of decode (one token over the whole context)
 //   gemm       TFLOP/s of the four linear layers at 4K and 32K tokens, cuBLAS and cuBLASLt
+//   gemm by tokens (--gemm-tokens FROM:TO) one layer's four linear layers at every token count in the range,
+//              on the forward pass's back end, visited in a shuffled order so that the GPU's clock drifting
+//              over the sweep does not read as a trend in the token count
 //
 // Times are CUDA-event medians after a warm-up. Prints a table and writes everything as JSON (--json).
 // The model is Llama-3.1-8B's shape with random bf16 weights (transformer_shape.h).
@@ -200,6 +203,39 @@ json bench_gemm(const TransformerShape& shape, int repeats) {
   return rows;
 }
 
+// One layer's four linear layers at every token count of [from, to], each the median of `repeats` after a
+// warm-up (which also makes the back end's plan for that shape).
+json bench_gemm_by_tokens(const TransformerShape& shape, GemmBackend backend, int from, int to, int repeats) {
+  const int ins[] = {shape.hidden, shape.q_width(), shape.hidden, shape.intermediate};
+  const int outs[] = {shape.qkv_width(), shape.hidden, 2 * shape.intermediate, shape.hidden};
+  const int widest = *std::max_element(std::begin(outs), std::end(outs));
+  const int deepest = *std::max_element(std::begin(ins), std::end(ins));
+  gpu::DeviceBuffer<uint16_t> x(static_cast<size_t>(to) * deepest), y(static_cast<size_t>(to) * widest);
+  std::vector<gpu::DeviceBuffer<uint16_t>> w;
+  for (int i = 0; i < 4; ++i) {
+    w.emplace_back(static_cast<size_t>(ins[i]) * outs[i]);
+    fill_random(w.back().data(), static_cast<int64_t>(w.back().size()), 2 + i, 0.02f, 0.0f, nullptr);
+  }
+  fill_random(x.data(), static_cast<int64_t>(x.size()), 1, 1.0f, 0.0f, nullptr);
+  Gemm gemm(nullptr, backend);
+  std::vector<int> order(static_cast<size_t>(to - from + 1));
+  std::iota(order.begin(), order.end(), from);
+  std::shuffle(order.begin(), order.end(), std::mt19937(7));
+  std::map<int, std::vector<double>> ms;
+  for (int tokens : order) {
+    for (int i = 0; i < 4; ++i)
+      ms[tokens].push_back(median_ms(repeats, true, [&] {
+        gemm.linear(x.data(), w[static_cast<size_t>(i)].data(), y.data(), tokens, ins[i], outs[i], false);
+      }));
+  }
+  json rows = json::array();
+  for (const auto& [tokens, layers] : ms)
+    rows.push_back({{"tokens", tokens}, {"qkv_out_gate_up_down_ms", layers}});
+  std::printf("gemm by tokens: %d token counts from %d to %d, %s\n", to - from + 1, from, to,
+              gemm_backend_name(backend));
+  return rows;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"kvtier-model-bench: prefill tok/s, attention and GEMM rates of a model's shapes on one GPU"};
   std::vector<int> lengths = {1024, 4096, 16384, 32768, 65536, 131072};
@@ -208,6 +244,7 @@ int run(int argc, char** argv) {
   std::vector<PageOrder> page_orders = {PageOrder::kContiguous};
   std::string json_path, gemm_name = "blaslt";
   bool skip_prefill = false, skip_gemm = false;
+  std::pair<int, int> gemm_tokens{0, 0};
   std::vector<int> attention_rows = {kAttentionRows};
   std::vector<std::string> attention_kernels = {"auto"};
   app.add_option("--lengths", lengths, "prompt lengths in tokens")->delimiter(',');
@@ -236,6 +273,10 @@ int run(int argc, char** argv) {
   app.add_option("--json", json_path, "write the results here");
   app.add_flag("--skip-prefill", skip_prefill, "only the kernel measurements");
   app.add_flag("--skip-gemm", skip_gemm, "leave out the GEMM table");
+  app.add_option(
+         "--gemm-tokens", gemm_tokens,
+         "FROM TO: also time one layer's linear layers at every token count in [FROM, TO] (JSON only)")
+      ->check(CLI::PositiveNumber);
   CLI11_PARSE(app, argc, argv);
 
   const TransformerShape shape = llama_3_1_8b_shape();
@@ -271,6 +312,9 @@ int run(int argc, char** argv) {
     }
   }
   if (!skip_gemm) result["gemm"] = bench_gemm(shape, repeats);
+  if (gemm_tokens.first > 0)
+    result["gemm_by_tokens"] = bench_gemm_by_tokens(shape, config.gemm, gemm_tokens.first,
+                                                    std::max(gemm_tokens.first, gemm_tokens.second), repeats);
   if (!json_path.empty()) std::ofstream(json_path) << result.dump(2) << "\n";
   return 0;
 }
