@@ -265,6 +265,10 @@ const json& measurement(const json& measurements, const char* key) {
 std::vector<StepSample> stored_steps(const json& steps) {
   std::vector<StepSample> samples;
   for (const json& s : steps) {
+    if (!s.contains("seconds")) {
+      throw std::invalid_argument("calibration refit: measurements.steps[" + std::to_string(samples.size()) +
+                                  "] has no seconds");
+    }
     samples.push_back({.prefill_sequences = s.at("prefill_sequences").get<int64_t>(),
                        .new_tokens = s.at("new_tokens").get<int64_t>(),
                        .cached_tokens = s.at("cached_tokens").get<int64_t>(),
@@ -318,7 +322,12 @@ Calibration refit_serving(Calibration calibration, const ModelCard& step_model,
     throw std::invalid_argument("calibration refit: the steps ran " + calibration.serving->model + ", not " +
                                 step_model.name);
   }
-  const CalibrationRun run = stored_step_run(calibration, step_model, reference);
+  CalibrationRun run;
+  try {
+    run = stored_step_run(calibration, step_model, reference);
+  } catch (const json::exception& e) {  // a key missing or of the wrong type: the message names it
+    throw std::invalid_argument(std::string("calibration refit: measurements: ") + e.what());
+  }
   for (const char* key : {"steps", "throttle", "throttle_attention"}) calibration.measurements.erase(key);
   calibration.serving.reset();
   add_serving(run, calibration);

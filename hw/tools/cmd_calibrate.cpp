@@ -335,10 +335,10 @@ void add_refit_command(CLI::App& app) {
       ->required();
   command->callback([arguments] {
     const Calibration measured = load_calibration(arguments->calibration);
-    const std::string card =
-        arguments->hardware.empty() ? reference_card_for(measured.device) : arguments->hardware;
     Calibration refitted;
     try {
+      const std::string card =
+          arguments->hardware.empty() ? reference_card_for(measured.device) : arguments->hardware;
       refitted = refit_serving(measured, parse_model_card(load_config(arguments->step_model, "models")),
                                parse_hardware(load_config(card, "configs/hardware")), command_line());
     } catch (const std::invalid_argument& e) {

@@ -262,6 +262,9 @@ TEST(StepFit, ARefitOfAFilesMeasurementsGivesItsServingCostsBack) {
   Calibration unmeasured = measured;
   unmeasured.measurements.erase("steps");
   EXPECT_THROW(refit_serving(unmeasured, setup.model, setup.hardware, "x"), std::invalid_argument);
+  Calibration untimed = measured;
+  untimed.measurements["steps"][2].erase("seconds");
+  EXPECT_THROW(refit_serving(untimed, setup.model, setup.hardware, "x"), std::invalid_argument);
 }
 
 TEST(StepFit, WithoutTimedAttentionTheFormulaIsFitted) {
