@@ -17,6 +17,7 @@
 // places. Each order is measured, so that the two tables show what placement alone costs.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -173,18 +174,23 @@ json bench_attention(TransformerForward& forward, const std::vector<int>& length
   return results;
 }
 
+struct Linear {
+  const char* name;
+  int in, out;
+};
+
+// One layer's four linear layers, in the forward pass's order.
+std::array<Linear, 4> layer_linears(const TransformerShape& shape) {
+  return {{{"qkv", shape.hidden, shape.qkv_width()},
+           {"out", shape.q_width(), shape.hidden},
+           {"gate_up", shape.hidden, 2 * shape.intermediate},
+           {"down", shape.intermediate, shape.hidden}}};
+}
+
 json bench_gemm(const TransformerShape& shape, int repeats) {
   json rows = json::array();
-  struct Linear {
-    const char* name;
-    int in, out;
-  };
-  const Linear linears[] = {{"qkv", shape.hidden, shape.qkv_width()},
-                            {"out", shape.q_width(), shape.hidden},
-                            {"gate_up", shape.hidden, 2 * shape.intermediate},
-                            {"down", shape.intermediate, shape.hidden}};
   for (int tokens : {4096, 32768}) {
-    for (const Linear& l : linears) {
+    for (const Linear& l : layer_linears(shape)) {
       gpu::DeviceBuffer<uint16_t> x(static_cast<size_t>(tokens) * l.in), w(static_cast<size_t>(l.in) * l.out),
           y(static_cast<size_t>(tokens) * l.out);
       fill_random(x.data(), static_cast<int64_t>(x.size()), 1, 1.0f, 0.0f, nullptr);
@@ -206,16 +212,15 @@ json bench_gemm(const TransformerShape& shape, int repeats) {
 // One layer's four linear layers at every token count of [from, to], each the median of `repeats` after a
 // warm-up (which also makes the back end's plan for that shape).
 json bench_gemm_by_tokens(const TransformerShape& shape, GemmBackend backend, int from, int to, int repeats) {
-  const int ins[] = {shape.hidden, shape.q_width(), shape.hidden, shape.intermediate};
-  const int outs[] = {shape.qkv_width(), shape.hidden, 2 * shape.intermediate, shape.hidden};
-  const int widest = *std::max_element(std::begin(outs), std::end(outs));
-  const int deepest = *std::max_element(std::begin(ins), std::end(ins));
-  gpu::DeviceBuffer<uint16_t> x(static_cast<size_t>(to) * deepest), y(static_cast<size_t>(to) * widest);
+  const std::array<Linear, 4> linears = layer_linears(shape);
+  int widest = 0, deepest = 0;
   std::vector<gpu::DeviceBuffer<uint16_t>> w;
-  for (int i = 0; i < 4; ++i) {
-    w.emplace_back(static_cast<size_t>(ins[i]) * outs[i]);
-    fill_random(w.back().data(), static_cast<int64_t>(w.back().size()), 2 + i, 0.02f, 0.0f, nullptr);
+  for (const Linear& l : linears) {
+    widest = std::max(widest, l.out), deepest = std::max(deepest, l.in);
+    w.emplace_back(static_cast<size_t>(l.in) * l.out);
+    fill_random(w.back().data(), static_cast<int64_t>(w.back().size()), 1 + w.size(), 0.02f, 0.0f, nullptr);
   }
+  gpu::DeviceBuffer<uint16_t> x(static_cast<size_t>(to) * deepest), y(static_cast<size_t>(to) * widest);
   fill_random(x.data(), static_cast<int64_t>(x.size()), 1, 1.0f, 0.0f, nullptr);
   Gemm gemm(nullptr, backend);
   std::vector<int> order(static_cast<size_t>(to - from + 1));
@@ -223,10 +228,11 @@ json bench_gemm_by_tokens(const TransformerShape& shape, GemmBackend backend, in
   std::shuffle(order.begin(), order.end(), std::mt19937(7));
   std::map<int, std::vector<double>> ms;
   for (int tokens : order) {
-    for (int i = 0; i < 4; ++i)
-      ms[tokens].push_back(median_ms(repeats, true, [&] {
-        gemm.linear(x.data(), w[static_cast<size_t>(i)].data(), y.data(), tokens, ins[i], outs[i], false);
-      }));
+    for (size_t i = 0; i < linears.size(); ++i) {
+      const Linear& l = linears[i];
+      ms[tokens].push_back(median_ms(
+          repeats, true, [&] { gemm.linear(x.data(), w[i].data(), y.data(), tokens, l.in, l.out, false); }));
+    }
   }
   json rows = json::array();
   for (const auto& [tokens, layers] : ms)

@@ -265,17 +265,18 @@ const json& measurement(const json& measurements, const char* key) {
 std::vector<StepSample> stored_steps(const json& steps) {
   std::vector<StepSample> samples;
   for (const json& s : steps) {
-    if (!s.contains("seconds")) {
+    try {
+      samples.push_back({.prefill_sequences = s.at("prefill_sequences").get<int64_t>(),
+                         .new_tokens = s.at("new_tokens").get<int64_t>(),
+                         .cached_tokens = s.at("cached_tokens").get<int64_t>(),
+                         .decode_sequences = s.at("decode_sequences").get<int64_t>(),
+                         .decode_context = s.at("decode_context").get<int64_t>(),
+                         .seconds = s.at("seconds").get<double>(),
+                         .attention_seconds = s.value("attention_seconds", 0.0)});
+    } catch (const json::exception& e) {
       throw std::invalid_argument("calibration refit: measurements.steps[" + std::to_string(samples.size()) +
-                                  "] has no seconds");
+                                  "]: " + e.what());
     }
-    samples.push_back({.prefill_sequences = s.at("prefill_sequences").get<int64_t>(),
-                       .new_tokens = s.at("new_tokens").get<int64_t>(),
-                       .cached_tokens = s.at("cached_tokens").get<int64_t>(),
-                       .decode_sequences = s.at("decode_sequences").get<int64_t>(),
-                       .decode_context = s.at("decode_context").get<int64_t>(),
-                       .seconds = s.at("seconds").get<double>(),
-                       .attention_seconds = s.value("attention_seconds", 0.0)});
   }
   return samples;
 }
@@ -289,8 +290,10 @@ CalibrationRun stored_step_run(const Calibration& calibration, const ModelCard& 
   run.steps = stored_steps(measurement(m, "steps"));
   run.step_block_tokens = measurement(m, "step_block_tokens").get<int64_t>();
   const std::string gap = measurement(m, "step_gap").get<std::string>();
-  run.step_gap = {gap == "light" ? StepGapKind::kLight : StepGapKind::kIdle,
-                  measurement(m, "step_gap_s").get<double>()};
+  const std::optional<StepGapKind> kind = step_gap_kind(gap);
+  if (!kind)
+    throw std::invalid_argument("calibration refit: measurements.step_gap: idle or light, got " + gap);
+  run.step_gap = {*kind, measurement(m, "step_gap_s").get<double>()};
   if (m.contains("throttle")) {
     run.throttle_seconds = m["throttle"].at("seconds").get<std::vector<double>>();
     run.throttle_chunk_tokens = m["throttle"].at("chunk_tokens").get<int64_t>();

@@ -49,6 +49,13 @@ struct StepGap {
 inline const char* step_gap_name(StepGapKind kind) {
   return kind == StepGapKind::kLight ? "light" : "idle";
 }
+// The kind step_gap_name names; nullopt for any other text.
+inline std::optional<StepGapKind> step_gap_kind(const std::string& name) {
+  for (StepGapKind kind : {StepGapKind::kIdle, StepGapKind::kLight}) {
+    if (name == step_gap_name(kind)) return kind;
+  }
+  return std::nullopt;
+}
 
 // One timed step: `prefill_sequences` sequences each with `new_tokens` after `cached_tokens`, beside
 // `decode_sequences` sequences each decoding one token after `decode_context` tokens.

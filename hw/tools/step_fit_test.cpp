@@ -265,6 +265,9 @@ TEST(StepFit, ARefitOfAFilesMeasurementsGivesItsServingCostsBack) {
   Calibration untimed = measured;
   untimed.measurements["steps"][2].erase("seconds");
   EXPECT_THROW(refit_serving(untimed, setup.model, setup.hardware, "x"), std::invalid_argument);
+  Calibration ungapped = measured;
+  ungapped.measurements["step_gap"] = "busy";
+  EXPECT_THROW(refit_serving(ungapped, setup.model, setup.hardware, "x"), std::invalid_argument);
 }
 
 TEST(StepFit, WithoutTimedAttentionTheFormulaIsFitted) {
