@@ -105,7 +105,7 @@ void Scheduler::take_arrivals() {
     r.id = seq->request.id;
     r.session_id = seq->request.session_id;
     r.turn = seq->request.turn;
-    r.arrival_s = now;
+    r.arrival_s = *ready;  // not now: one arriving during a step waits for it, and its TTFT counts that
     r.input_tokens = seq->request.input_tokens;
     seq->request.output_tokens =
         std::max<int64_t>(1, seq->request.output_tokens);  // the first token at least

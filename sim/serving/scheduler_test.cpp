@@ -660,6 +660,21 @@ TEST(Scheduler, EndIterationPublishesQueueAndBatch) {
   EXPECT_EQ(h.state.input_since_sample, 4);
 }
 
+TEST(Scheduler, ARequestArrivingDuringAStepWaitsForItAndItsTtftCountsTheWait) {
+  // A (8 tokens) prefills from 0 to 8 ms; B arrives at 3 ms, is taken in when the step ends and prefills
+  // its 4 tokens from 8 to 12 ms: a TTFT of 9 ms, 5 of them waiting for A's step.
+  Harness h({tier("hbm", 100)});
+  h.driver.add(request(0, 100, 2));
+  h.driver.add(request(1, 200, 1, 1, 0.003));
+  h.start();
+  h.decide_and_run();
+  ASSERT_DOUBLE_EQ(h.backend.clock, 0.008);
+  h.decide_and_run();
+  EXPECT_DOUBLE_EQ(h.records[1].arrival_s, 0.003);
+  EXPECT_DOUBLE_EQ(h.records[1].admitted_s, 0.008);
+  EXPECT_DOUBLE_EQ(h.records[1].ttft(), 0.009);
+}
+
 // A backend that repeats the scheduler's cache calls on a cache of its own, as kvtier-hw serve repeats
 // them on its store of real KV.
 class MirrorBackend : public FakeBackend {
