@@ -250,7 +250,9 @@ void Scheduler::start_transfers(Sequence* waiter) {
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
     waiter->load = backend_.start_load(load_bytes_, waiter->request.id);
-  waiter->load_started_s = backend_.now();
+  // From the admission: a backend whose cache call ran the load's copies (kvtier-hw serve) spent their
+  // time before this.
+  waiter->load_started_s = record(*waiter).admitted_s;
   waiter->load_weights.assign(load_bytes_.size(), 0);
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
     if (load_bytes_[t] == 0) continue;

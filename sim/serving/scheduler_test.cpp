@@ -78,6 +78,10 @@ class FakeBackend : public ServingBackend {
     return static_cast<LoadHandle>(loads.size() - 1);
   }
   bool load_done(LoadHandle load) override { return loads.at(load).done; }
+  // The clock moves by `admit_seconds` in each cache call, as where the call runs a load's copies.
+  void cache_admitted(uint64_t, std::span<const uint64_t>, const std::vector<bool>&) override {
+    clock += admit_seconds;
+  }
   void cancel_load(LoadHandle load) override { loads.at(load).cancelled = true; }
   void start_store(int from_tier, int to_tier, double bytes, int64_t cause) override {
     stores.push_back({from_tier, to_tier, bytes, cause});
@@ -90,6 +94,7 @@ class FakeBackend : public ServingBackend {
   }
 
   double clock = 0;
+  double admit_seconds = 0;
   std::vector<Load> loads;
   std::vector<Store> stores;
   std::vector<uint64_t> received;
@@ -362,6 +367,20 @@ TEST(Scheduler, LoadsHitsWhenLoadingIsFaster) {
   ASSERT_EQ(after.step.prefills.size(), 1u);
   EXPECT_EQ(after.step.prefills[0].start_token, 16);  // only the last block is computed
   EXPECT_EQ(after.step.prefills[0].tokens, 4);
+}
+
+TEST(Scheduler, ALoadWhoseCopiesRanInTheCacheCallWaitedFromTheAdmission) {
+  // kvtier-hw serve copies a request's hits inside the cache call: the 15 ms load has landed before the
+  // load is started, and its time is the request's load wait, not a gap after it.
+  Harness h = dram_hit_harness(0.010, 25600);
+  h.backend.admit_seconds = 0.015;
+  h.start();
+  ASSERT_EQ(h.scheduler->decide().kind, Decision::Kind::kWait);
+  h.scheduler->end_iteration();
+  h.backend.loads[0].done = true;
+  ASSERT_EQ(h.scheduler->decide().kind, Decision::Kind::kStep);
+  EXPECT_DOUBLE_EQ(h.records[0].admitted_s, 0);
+  EXPECT_DOUBLE_EQ(h.records[0].load_wait_s, 0.015);
 }
 
 TEST(Scheduler, RecomputesHitsWhenRecomputingIsFaster) {
