@@ -216,7 +216,8 @@ json bench_gemm_by_tokens(const TransformerShape& shape, GemmBackend backend, in
   int widest = 0, deepest = 0;
   std::vector<gpu::DeviceBuffer<uint16_t>> w;
   for (const Linear& l : linears) {
-    widest = std::max(widest, l.out), deepest = std::max(deepest, l.in);
+    widest = std::max(widest, l.out);
+    deepest = std::max(deepest, l.in);
     w.emplace_back(static_cast<size_t>(l.in) * l.out);
     fill_random(w.back().data(), static_cast<int64_t>(w.back().size()), 1 + w.size(), 0.02f, 0.0f, nullptr);
   }

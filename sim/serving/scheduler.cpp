@@ -15,8 +15,7 @@ struct Scheduler::Sequence {
   size_t record = 0;
   std::vector<uint32_t> chain;  // the request's blocks in the cache's table, from its first admission try
   Admission admission;
-  int64_t cached_tokens = 0;  // loaded or already in HBM, not recomputed
-  double load_started_s = 0;
+  int64_t cached_tokens = 0;         // loaded or already in HBM, not recomputed
   std::vector<double> load_weights;  // per tier, its uncontended load time: how a wait splits over tiers
   std::vector<bool> recompute_tier;  // hits of these tiers are recomputed instead of loaded
   int64_t shared_blocks = 0;         // blocks after the cache's hits that the shared tier holds
@@ -250,9 +249,6 @@ void Scheduler::start_transfers(Sequence* waiter) {
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
     waiter->load = backend_.start_load(load_bytes_, waiter->request.id);
-  // From the admission: a backend whose cache call ran the load's copies (kvtier-hw serve) spent their
-  // time before this.
-  waiter->load_started_s = record(*waiter).admitted_s;
   waiter->load_weights.assign(load_bytes_.size(), 0);
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
     if (load_bytes_[t] == 0) continue;
@@ -298,10 +294,13 @@ void Scheduler::finish_loads() {
     if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
     seq->load.reset();
     any_landed = true;
-    record(*seq).load_wait_s = now - seq->load_started_s;
+    // From the admission, not from start_load: a backend whose cache call ran the load's copies
+    // (kvtier-hw serve) spent their time before the load was started.
+    RequestRecord& r = record(*seq);
+    r.load_wait_s = now - r.admitted_s;
     split_load_wait(*seq);
     if (seq->prefill_done() && seq->decoded == 0) {  // overlapped prefill finished first
-      record(*seq).first_token_s = now;
+      r.first_token_s = now;
       seq->decoded = 1;
     }
   }
