@@ -23,12 +23,14 @@ namespace {
 // Wakes every interval and records the instance's state, until the serving actor ends. A link's
 // utilisation is its mean over the interval: the bytes it carried since the previous sample over what its
 // bandwidth could have carried.
+// `next_wake` is set before each sleep, for the instance, which runs alone beside the sampler.
 void sample(const Scenario& s, ServingInstance& instance, const TieredCache& cache, Platform& platform,
-            const std::function<void(const TimeSample&)>& taken) {
+            double& next_wake, const std::function<void(const TimeSample&)>& taken) {
   sg4::Actor::self()->daemonize();
   LinkSampler links([&] { return platform.carried_bytes(); },
                     [&](size_t l) { return platform.bandwidth(l); });
   while (true) {
+    next_wake = sg4::Engine::get_clock() + s.sample_interval_s;
     sg4::this_actor::sleep_for(s.sample_interval_s);
     const double now = sg4::Engine::get_clock();
     TimeSample t = sample_state(now, cache, instance.state());
@@ -97,16 +99,19 @@ nlohmann::json simulate(const Scenario& s, const SimulationOptions& options) {
   // The events so far, as the summary counts them, of the requests settled so far.
   auto so_far = [&] {
     const InstanceState& st = instance.state();
-    return ProgressCount{sg4::Engine::get_clock(), request_summary.requests_added(),
+    return ProgressCount{instance.clock(), request_summary.requests_added(),
                          st.steps + st.transfers + instance.store_transfers() +
                              static_cast<int64_t>(records.size()) + request_summary.requests_completed()};
   };
+  // The sampler's first sleep starts at 0, after the instance has begun.
+  double next_sample_s = s.sample_interval_s;
+  if (!options.simgrid_clock_only) instance.run_alone(&next_sample_s);
   sg4::Actor::create("serving", host, [&] {
     if (!progress) return instance.run();
     instance.run([&] { progress->update(so_far); });
   });
   sg4::Actor::create("sampler", host, [&] {
-    sample(s, instance, cache, platform, [&](const TimeSample& t) {
+    sample(s, instance, cache, platform, next_sample_s, [&](const TimeSample& t) {
       if (files) files->series.write(t);
     });
   });

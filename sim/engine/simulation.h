@@ -26,6 +26,9 @@ struct SimulationOptions {
   std::optional<std::vector<RecordedTurn>> recorded_arrivals;
   // Where to draw the run's progress line on stderr (progress.h); unset draws none.
   std::optional<ProgressRow> progress;
+  // Every step and idle wait a SimGrid sleep, the instance keeping no clock of its own
+  // (ServingInstance::run_alone): the reference that clock must match.
+  bool simgrid_clock_only = false;
 };
 
 // Returns the run's summary (metrics.h) with the scenario's name, simulated time and event counts.

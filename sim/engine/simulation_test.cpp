@@ -394,6 +394,47 @@ TEST(Simulation, WritingTheFolderChangesNoFigure) {
   EXPECT_LE(times.back(), written["simulated_s"].get<double>());
 }
 
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The instance that keeps its own clock between SimGrid rounds (ServingInstance::run_alone) reads every
+// time SimGrid would give: the same summary and the same CSVs, byte for byte, as an instance that sleeps on
+// SimGrid at every step, with stores in flight, loads and idle waits between arrivals, in the background
+// and blocking.
+TEST(Simulation, TheInstancesOwnClockMakesTheRunSimGridsClockMakes) {
+  std::string trace;
+  for (int r = 0; r < 40; ++r)
+    trace += mooncake_line(r * 450 + (r % 7) * 50, 6000, (r % 5) * 100, 12, 1000 + r);
+  const std::string trace_path = temp_file("kvtier_sim_own_clock.jsonl", trace);
+  const std::string tiers = "    - {medium: nvme, kv: bf16, capacity: 1TiB}\n";
+  const std::string open_loop =
+      one_gpu_scenario("{loop: open, source: trace, trace: " + trace_path + "}", "62GB", tiers);
+  std::string blocking = open_loop;
+  const std::string reserve = "activation_reserve: 62GB}";
+  blocking.replace(blocking.find(reserve), reserve.size(), "activation_reserve: 62GB, transfers: blocking}");
+  const std::vector<std::string> scenarios = {
+      one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, duration: 3min}",
+                       "56GB"),
+      open_loop, blocking};
+  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  for (size_t i = 0; i < scenarios.size(); ++i) {
+    SCOPED_TRACE(scenarios[i]);
+    Scenario s = scenario_from(scenarios[i]);
+    SimulationOptions own, simgrid;
+    own.out_dir = (dir / "kvtier_sim_own_clock").string();
+    simgrid.out_dir = (dir / "kvtier_sim_simgrid_clock").string();
+    simgrid.simgrid_clock_only = true;
+    const nlohmann::json a = run_isolated([&] { return simulate(s, own); });
+    const nlohmann::json b = run_isolated([&] { return simulate(s, simgrid); });
+    EXPECT_EQ(a.dump(), b.dump());
+    for (const char* file : {"/requests.csv", "/timeseries.csv", "/transfers.csv"})
+      EXPECT_EQ(file_text(own.out_dir + file), file_text(simgrid.out_dir + file)) << file;
+    EXPECT_GT(a["link_bytes"][0]["bytes"].get<double>(), 0) << "the run moves KV between the tiers";
+  }
+}
+
 // kvtier validate's cache check replays a closed loop at a run's recorded arrivals: replayed at its own, a
 // run makes every placement again, each request's hits and every byte on every link. (Not every time: an
 // arrival requests.csv rounds to nine digits may fall on the other side of a step's end and join the next

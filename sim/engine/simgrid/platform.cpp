@@ -112,6 +112,11 @@ double Platform::least_transfer_seconds(Medium from, Medium to, double bytes) co
   return least;
 }
 
+double Platform::earliest_landing_s(Medium from, Medium to, double bytes, double start_s) const {
+  constexpr double kMargin = 1e-6;  // relative to the least time, and in seconds
+  return start_s + least_transfer_seconds(from, to, bytes) * (1 - kMargin) - kMargin;
+}
+
 void Platform::cancel(const std::vector<sg4::CommPtr>& comms) {
   for (const sg4::CommPtr& c : comms) {
     if (!meter_.cancel(c) && pool_ != nullptr) pool_->cancel(c);

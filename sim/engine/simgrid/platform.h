@@ -78,6 +78,9 @@ class Platform {
   // The least time a transfer of `bytes` between the media can take: every shard alone on its route, at
   // the slowest link's bandwidth. Contention and latency only add to it. 0 for the shared pool's routes.
   double least_transfer_seconds(Medium from, Medium to, double bytes) const;
+  // A time before which such a transfer started at `start_s` cannot have landed: the least time, less a
+  // margin for SimGrid ending a flow within its precision of the exact time.
+  double earliest_landing_s(Medium from, Medium to, double bytes, double start_s) const;
 
   // Names of the node's links in a fixed order, and the bytes of the transfers this instance started on
   // each so far (a transfer counts whole when it starts, a cancelled one too).

@@ -1,6 +1,7 @@
 #include "sim/engine/simgrid/serving_instance.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace sg4 = simgrid::s4u;
 
@@ -41,31 +42,77 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
 // conversions, which are memory-bound.
 void ServingInstance::run_step(const StepPlan& step) {
   if (on_step_) on_step_(step, false);
-  heat_.rest(sg4::Engine::get_clock() - last_step_end_);
-  sg4::this_actor::sleep_for(heat_.run(step.compute_s, step.heats_gpu, step.prefill_attention_s) +
-                             step.conversion_s);
-  last_step_end_ = sg4::Engine::get_clock();
+  heat_.rest(now() - last_step_end_);
+  pass(heat_.run(step.compute_s, step.heats_gpu, step.prefill_attention_s) + step.conversion_s);
+  last_step_end_ = now();
   if (on_step_) on_step_(step, true);
+}
+
+// SimGrid ends a sleep of d begun at t at t + d, rounded once, whatever else sleeps beside it: the
+// instance's clock does the same addition, so every time it reads is the one SimGrid would give. A sleep
+// that ends when the other actor wakes is SimGrid's, begun when it would have been: SimGrid's heap of
+// sleeps is stable, so the two wake in the order they would have.
+void ServingInstance::pass(double seconds) {
+  const double until = now() + seconds;
+  if (may_pass_alone(until)) {
+    ahead_s_ = until;
+    return;
+  }
+  catch_up();
+  sg4::this_actor::sleep_for(seconds);
+}
+
+// Nothing before `until` needs SimGrid's clock: the other actor does not wake, and no load is in flight
+// (the scheduler asks after its loads at every iteration). Stores in flight move on SimGrid's links
+// meanwhile, and nobody waits for them: the pump asks after them, catching up first, once they could
+// have landed.
+bool ServingInstance::may_pass_alone(double until) const {
+  return others_next_wake_ != nullptr && until < *others_next_wake_ && loads_.empty();
+}
+
+void ServingInstance::pump_stores() {
+  if (now() < stores_.earliest_landing_s()) return;  // no batch can have landed
+  catch_up();
+  stores_.pump();
+}
+
+void ServingInstance::start_idle_stores() {
+  if (!stores_.idle_path_queued()) return;
+  catch_up();
+  stores_.start_idle();
+}
+
+// A sleep whose end, SimGrid's clock plus its length rounded once, is exactly the instance's clock.
+void ServingInstance::catch_up() {
+  if (!ahead_s_) return;
+  const double target = *ahead_s_;
+  ahead_s_.reset();
+  const double from = sg4::Engine::get_clock();
+  double seconds = target - from;
+  while (from + seconds < target) seconds = std::nextafter(seconds, HUGE_VAL);
+  while (from + seconds > target) seconds = std::nextafter(seconds, -HUGE_VAL);
+  sg4::this_actor::sleep_for(seconds);
 }
 
 void ServingInstance::run(const std::function<void()>& each_iteration) {
   while (!scheduler_.finished()) {
     if (each_iteration) each_iteration();
     if (transfers_ && transfers_->held() >= write_transfers_at_) write_started_transfers();
-    stores_.pump();
+    pump_stores();
     if (blocking_transfers_) start_waiting_loads();
     const Decision& decision = scheduler_.decide();
-    stores_.start_idle();  // those of decide()'s last cache call, before anything waits on them
+    start_idle_stores();  // those of decide()'s last cache call, before anything waits on them
     if (decision.kind == Decision::Kind::kStep) {
       if (blocking_transfers_) settle_transfers();
       run_step(decision.step);
       scheduler_.finish_step();
-      stores_.start_idle();  // those of the step's releases and capacity change
+      start_idle_stores();  // those of the step's releases and capacity change
     } else if (decision.kind == Decision::Kind::kWait && !wait_for_work(decision)) {
       break;
     }
     scheduler_.end_iteration();
   }
+  catch_up();  // the run's end on SimGrid's clock
 }
 
 // Until the next arrival or until any load or store ends; false when there is neither to wait for. Only
@@ -73,6 +120,7 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
 // of them moves, and a wait that held a copy already landed would return at once, on the same clock, and
 // the loop would never end.
 bool ServingInstance::wait_for_work(const Decision& decision) {
+  if (stores_.moving() || !decision.awaited_loads.empty() || doorbell_ != nullptr) catch_up();
   std::vector<sg4::CommPtr> pending;
   auto add_moving = [&](const std::vector<sg4::CommPtr>& comms) {
     for (const sg4::CommPtr& c : comms) {
@@ -91,7 +139,7 @@ bool ServingInstance::wait_for_work(const Decision& decision) {
   const std::optional<double>& next = decision.next_arrival_s;
   if (pending.empty()) {
     if (!next) return false;
-    sg4::this_actor::sleep_until(*next);
+    if (*next > now()) pass(*next - now());  // as SimGrid's sleep_until
     return true;
   }
   double timeout = next ? std::max(0.0, *next - sg4::Engine::get_clock()) : -1;
@@ -103,6 +151,7 @@ bool ServingInstance::wait_for_work(const Decision& decision) {
 // in flight and loads waiting for the stores included, as when a connector loads and saves KV on the
 // serving thread.
 void ServingInstance::settle_transfers() {
+  catch_up();
   while (true) {
     stores_.pump();
     start_waiting_loads();
@@ -129,10 +178,11 @@ void ServingInstance::write_started_transfers() {
 }
 
 double ServingInstance::now() const {
-  return sg4::Engine::get_clock();
+  return ahead_s_ ? *ahead_s_ : sg4::Engine::get_clock();
 }
 
 LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, uint64_t request_id) {
+  catch_up();
   Load& load = loads_[next_load_];
   load.start_s = now();
   load.request_id = request_id;
@@ -149,6 +199,7 @@ LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, ui
 }
 
 void ServingInstance::start_copies(Load& load, std::span<const double> bytes_by_tier) {
+  catch_up();
   load.start_s = now();
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
@@ -204,6 +255,7 @@ const std::string& ServingInstance::tier_path(int from_tier, int to_tier) const 
 }
 
 LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
+  catch_up();
   Load& load = loads_[next_load_];
   load.start_s = now();
   load.request_id = request_id;
@@ -217,15 +269,15 @@ void ServingInstance::start_store(int from_tier, int to_tier, double bytes, int6
 }
 
 void ServingInstance::cache_admitted(uint64_t, std::span<const uint64_t>, const std::vector<bool>&) {
-  stores_.start_idle();
+  start_idle_stores();
 }
 
 void ServingInstance::cache_released(uint64_t) {
-  stores_.start_idle();
+  start_idle_stores();
 }
 
 void ServingInstance::cache_capacity_set(int, int64_t) {
-  stores_.start_idle();
+  start_idle_stores();
 }
 
 }  // namespace kvtier

@@ -2,9 +2,10 @@
 //
 // The scheduler makes every serving decision; this actor gives it SimGrid's clock and the platform's links.
 // A planned step lasts what the cost model says (plus any dequantize/quantize work queued by transfers),
-// as a simulated sleep. Loads and stores are SimGrid Comms on the platform's links, so they overlap compute
-// and share bandwidth; stores go through offload-worker queues (store_queue.h), the stores of one cache
-// call as one batch. When nothing can run, the actor waits for the next arrival or for any transfer to end.
+// as a simulated sleep; an instance that runs alone may keep its own clock instead (run_alone). Loads and
+// stores are SimGrid Comms on the platform's links, so they overlap compute and share bandwidth; stores go
+// through offload-worker queues (store_queue.h), the stores of one cache call as one batch. When nothing can
+// run, the actor waits for the next arrival or for any transfer to end.
 //
 // With blocking transfers the copies go one after another, as on a serving thread that makes them: a
 // cache call's stores, then its load (the GPU's TieredStore copies in that order, hw/store/transfer_run.cpp).
@@ -16,6 +17,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <simgrid/s4u.hpp>
 #include <span>
 #include <string>
@@ -60,6 +62,13 @@ class ServingInstance : private ServingBackend {
   // `doorbell` each time; the instance waits for the bell as well as for its transfers, and stops once
   // its driver is done.
   void listen(simgrid::s4u::Mailbox* doorbell) { doorbell_ = doorbell; }
+  // The instance runs beside one other actor only, which acts at nothing of the instance's and wakes next
+  // at `*others_next_wake` (set before each of its sleeps). While no copy is in flight, a step or an idle
+  // wait that ends before that wake advances the instance's own clock instead of SimGrid's, which catches
+  // up, exactly, before the instance next needs it: a SimGrid round costs more than planning a step.
+  void run_alone(const double* others_next_wake) { others_next_wake_ = others_next_wake; }
+  // The simulated time as the instance sees it (ahead of SimGrid's clock while it runs alone).
+  double clock() const { return now(); }
   // Waits for the stores in flight to land (stores still queued are not started). The body of an actor
   // run after run() has ended.
   void finish_stores() { stores_.finish_in_flight(); }
@@ -81,6 +90,15 @@ class ServingInstance : private ServingBackend {
   void settle_transfers();
   void write_started_transfers();
   void run_step(const StepPlan& step);
+  // Advances the clock by `seconds`: on the instance's own clock when running alone allows it, else as a
+  // SimGrid sleep.
+  void pass(double seconds);
+  bool may_pass_alone(double until) const;
+  // SimGrid's clock brought to the instance's, before anything of SimGrid's is used.
+  void catch_up();
+  // The store queues' pump and start, caught up first when they may use SimGrid.
+  void pump_stores();
+  void start_idle_stores();
   const std::string& tier_path(int from_tier, int to_tier) const;
 
   // The part of a load that one lower tier sends, or (tier kPrefilled) another instance.
@@ -96,7 +114,7 @@ class ServingInstance : private ServingBackend {
     std::vector<LoadPart> parts;
     std::vector<double> waiting_bytes;  // by tier, while it waits for the stores before it (blocking)
   };
-  // Starts the load's copies now.
+  // Starts the load's copies now (SimGrid's clock caught up).
   void start_copies(Load& load, std::span<const double> bytes_by_tier);
   // Blocking transfers: starts the loads that waited for the stores before them, once none moves.
   void start_waiting_loads();
@@ -116,6 +134,8 @@ class ServingInstance : private ServingBackend {
   LoadHandle next_load_ = 0;
   GpuHeat heat_;  // the GPU's power state, which slows compute-bound steps
   double last_step_end_ = 0;
+  const double* others_next_wake_ = nullptr;  // run_alone
+  std::optional<double> ahead_s_;             // the instance's clock, while ahead of SimGrid's
   simgrid::s4u::Mailbox* doorbell_ = nullptr;
   simgrid::s4u::CommPtr bell_;  // waiting for the doorbell to ring
   void* rung_ = nullptr;        // the ring's payload (none)

@@ -1,27 +1,24 @@
 #include "sim/engine/simgrid/store_queue.h"
 
 #include <algorithm>
+#include <bit>
 #include <limits>
 
 namespace sg4 = simgrid::s4u;
 
 namespace kvtier {
-namespace {
-
-constexpr double kLandingMargin = 1e-6;  // relative to the least time, and in seconds
-
-}  // namespace
-
 void StoreQueues::add(Medium from, Medium to, const std::string& tier_path, double bytes, int64_t cause) {
-  Path& path = paths_[index(from, to)];
+  const size_t i = index(from, to);
+  Path& path = paths_[i];
   path.pending_bytes += bytes;
+  if (path.comms.empty() && path.pending_bytes > 0) idle_queued_ |= 1u << i;
   if (log_ != nullptr) path.pending.push_back({tier_path, bytes, 0, 0, cause});
 }
 
 void StoreQueues::start_idle() {
-  for (size_t i = 0; i < kPaths; ++i) {
-    Path& path = paths_[i];
-    if (path.comms.empty() && path.pending_bytes > 0) start(i, path);
+  for (uint32_t paths = idle_queued_; paths != 0; paths &= paths - 1) {
+    const auto i = static_cast<size_t>(std::countr_zero(paths));
+    start(i, paths_[i]);
   }
 }
 
@@ -29,11 +26,10 @@ void StoreQueues::start(size_t index, Path& path) {
   const Medium from = kMedia[index / kMedia.size()];
   const Medium to = kMedia[index % kMedia.size()];
   path.comms = platform_.transfer(from, to, path.pending_bytes);
+  idle_queued_ &= ~(1u << index);
   started_ += static_cast<int64_t>(path.comms.size());
   const double now = sg4::Engine::get_clock();
-  // SimGrid ends a flow within its precision of the exact time: the margin keeps the bound below it.
-  const double least_s = platform_.least_transfer_seconds(from, to, path.pending_bytes);
-  path.earliest_landing_s = now + least_s * (1 - kLandingMargin) - kLandingMargin;
+  path.earliest_landing_s = platform_.earliest_landing_s(from, to, path.pending_bytes, now);
   path.pending_bytes = 0;
   for (TransferRecord& store : path.pending) store.start_s = now;
   path.moving = std::move(path.pending);
@@ -64,10 +60,12 @@ void StoreQueues::pump() {
 }
 
 void StoreQueues::finish_in_flight() {
-  for (Path& path : paths_) {
+  for (size_t i = 0; i < kPaths; ++i) {
+    Path& path = paths_[i];
     if (path.comms.empty()) continue;
     for (const sg4::CommPtr& c : path.comms) c->wait();
     finish(path);
+    if (path.pending_bytes > 0) idle_queued_ |= 1u << i;
   }
 }
 
@@ -89,10 +87,12 @@ double StoreQueues::earliest_start_in_flight() const {
   return earliest;
 }
 
-double StoreQueues::queued_bytes() const {
-  double total = 0;
-  for (const Path& path : paths_) total += path.pending_bytes;
-  return total;
+double StoreQueues::earliest_landing_s() const {
+  double earliest = std::numeric_limits<double>::infinity();
+  for (const Path& path : paths_) {
+    if (!path.comms.empty()) earliest = std::min(earliest, path.earliest_landing_s);
+  }
+  return earliest;
 }
 
 }  // namespace kvtier

@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <simgrid/s4u.hpp>
 #include <string>
 #include <utility>
@@ -55,7 +56,10 @@ class StoreQueues {
   bool moving() const;
   // Transfers in flight, for an idle engine to wait on.
   std::vector<simgrid::s4u::CommPtr> in_flight() const;
-  double queued_bytes() const;
+  // Whether start_idle() would start a batch: stores queued on a path with none in flight.
+  bool idle_path_queued() const { return idle_queued_ != 0; }
+  // The earliest time pump() could find a batch landed (infinity with none in flight).
+  double earliest_landing_s() const;
   // When the earliest batch in flight started (infinity with none): no store logged from now on started
   // before it.
   double earliest_start_in_flight() const;
@@ -81,6 +85,8 @@ class StoreQueues {
   Platform& platform_;
   TransfersCsvWriter* log_;
   std::array<Path, kPaths> paths_;
+  uint32_t idle_queued_ = 0;  // bit i: paths_[i] has stores queued and no batch in flight
+  static_assert(kPaths <= 32);
   int64_t started_ = 0;
 };
 
