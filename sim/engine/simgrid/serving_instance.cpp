@@ -63,9 +63,10 @@ void ServingInstance::pass(double seconds) {
 }
 
 // Nothing before `until` needs SimGrid's clock: the other actor does not wake, and no load is in flight
-// (the scheduler asks after its loads at every iteration). Stores in flight move on SimGrid's links
-// meanwhile, and nobody waits for them: the pump asks after them, catching up first, once they could
-// have landed.
+// (the scheduler asks after its loads at every iteration, and each ask is a simcall, where SimGrid may run
+// the other actor when both act at one instant: skipping them would move it). Stores in flight move on
+// SimGrid's links meanwhile, and nobody waits for them: the pump asks after them, catching up first, once
+// they could have landed, as it did before.
 bool ServingInstance::may_pass_alone(double until) const {
   return others_next_wake_ != nullptr && until < *others_next_wake_ && loads_.empty();
 }
