@@ -63,7 +63,7 @@ class ServingInstance : private ServingBackend {
   // its driver is done.
   void listen(simgrid::s4u::Mailbox* doorbell) { doorbell_ = doorbell; }
   // The instance runs beside one other actor only, which acts at nothing of the instance's and wakes next
-  // at `*others_next_wake` (set before each of its sleeps). While no copy is in flight, a step or an idle
+  // at `*others_next_wake` (set before each of its sleeps). While no load is in flight, a step or an idle
   // wait that ends before that wake advances the instance's own clock instead of SimGrid's, which catches
   // up, exactly, before the instance next needs it: a SimGrid round costs more than planning a step.
   void run_alone(const double* others_next_wake) { others_next_wake_ = others_next_wake; }
