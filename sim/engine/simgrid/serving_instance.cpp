@@ -121,7 +121,9 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
 // of them moves, and a wait that held a copy already landed would return at once, on the same clock, and
 // the loop would never end.
 bool ServingInstance::wait_for_work(const Decision& decision) {
-  if (stores_.moving() || !decision.awaited_loads.empty() || doorbell_ != nullptr) catch_up();
+  // Ahead of SimGrid only with stores in flight (a load, or a doorbell, keeps the instance on SimGrid's
+  // clock): they are asked after below.
+  if (stores_.moving()) catch_up();
   std::vector<sg4::CommPtr> pending;
   auto add_moving = [&](const std::vector<sg4::CommPtr>& comms) {
     for (const sg4::CommPtr& c : comms) {
@@ -200,7 +202,6 @@ LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, ui
 }
 
 void ServingInstance::start_copies(Load& load, std::span<const double> bytes_by_tier) {
-  catch_up();
   load.start_s = now();
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
@@ -256,7 +257,6 @@ const std::string& ServingInstance::tier_path(int from_tier, int to_tier) const 
 }
 
 LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
-  catch_up();
   Load& load = loads_[next_load_];
   load.start_s = now();
   load.request_id = request_id;

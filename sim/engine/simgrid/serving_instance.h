@@ -114,7 +114,7 @@ class ServingInstance : private ServingBackend {
     std::vector<LoadPart> parts;
     std::vector<double> waiting_bytes;  // by tier, while it waits for the stores before it (blocking)
   };
-  // Starts the load's copies now (SimGrid's clock caught up).
+  // Starts the load's copies now.
   void start_copies(Load& load, std::span<const double> bytes_by_tier);
   // Blocking transfers: starts the loads that waited for the stores before them, once none moves.
   void start_waiting_loads();
