@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace kvtier {
@@ -18,6 +19,15 @@ inline constexpr uint32_t kNoSlot = UINT32_MAX;
 // every fresh page faults (several microseconds on a virtual machine). Reserved memory that no slot
 // reaches is never touched, so costs nothing.
 inline constexpr size_t kReservedSlots = size_t{1} << 16;
+
+// Makes `slot` an index of a slot-indexed array, new entries set to `fill`. It grows to slot + 1 only, so
+// no page past the highest slot seen is touched; past its capacity the vector still grows geometrically.
+// (Growing to twice the size touched up to twice the pages: on the Mooncake sample a fifth of the
+// simulation's page faults.)
+template <typename T, typename Allocator>
+void cover_slot(std::vector<T, Allocator>& array, uint32_t slot, std::type_identity_t<T> fill) {
+  if (slot >= array.size()) array.resize(size_t{slot} + 1, fill);
+}
 
 class SlotLists {
  public:
@@ -34,11 +44,8 @@ class SlotLists {
 
   // Grows the link arrays so that `slot` can be linked.
   void ensure(uint32_t slot) {
-    if (slot >= prev_.size()) {
-      size_t size = std::max<size_t>(slot + 1, prev_.size() * 2);
-      prev_.resize(size, kNoSlot);
-      next_.resize(size, kNoSlot);
-    }
+    cover_slot(prev_, slot, kNoSlot);
+    cover_slot(next_, slot, kNoSlot);
   }
 
   // REQUIRES: `slot` is in no list.

@@ -34,6 +34,8 @@ TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int
     tier.capacity_blocks = spec.capacity_blocks();
     tier.policy = make_policy(spec.policy, spec.policy_options);
     tier.policy->set_capacity(tier.capacity_blocks);
+    tier.held.reserve(kReservedSlots);
+    if (spec.prefix_aware) tier.children.reserve(kReservedSlots);
     any_prefix_aware_ = any_prefix_aware_ || spec.prefix_aware;
     if (spec.recency_order == RecencyOrder::kLastBlockMostRecent) {
       released_in_request_order_ |= 1u << tiers_.size();
@@ -52,15 +54,11 @@ uint32_t TieredCache::intern_block(uint64_t id, uint32_t parent) {
     blocks_[parent].first_child = slot;
   }
   blocks_.push_back(block);
-  if (tiers_[0].held.size() < blocks_.size()) grow_tier_arrays();
-  return slot;
-}
-
-void TieredCache::grow_tier_arrays() {
   for (Tier& tier : tiers_) {
-    tier.held.resize(blocks_.capacity(), 0);
-    if (tier.spec.prefix_aware) tier.children.resize(blocks_.capacity(), 0);
+    cover_slot(tier.held, slot, uint8_t{0});
+    if (tier.spec.prefix_aware) cover_slot(tier.children, slot, uint32_t{0});
   }
+  return slot;
 }
 
 void TieredCache::emit(CacheEventKind kind, uint32_t slot, int from, int to) {

@@ -118,7 +118,6 @@ class TieredCache {
   bool parent_cached(uint32_t slot) const;
   void write_through(int from, uint32_t slot);
   void bring_to_tier0(uint32_t slot, bool leading_hit);
-  void grow_tier_arrays();
   void drop_orphans(uint32_t slot);
   void fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const;
 

@@ -113,9 +113,7 @@ class ArcPolicy final : public EvictionPolicy {
   // kB1Counted / kB2Counted: a ghost whose return has already moved p.
   enum Where : uint8_t { kNone, kT1, kT2, kHeldT1, kHeldT2, kB1, kB2, kB1Counted, kB2Counted };
 
-  void grow(uint32_t slot) {
-    if (slot >= where_.size()) where_.resize(std::max<size_t>(slot + 1, where_.size() * 2), kNone);
-  }
+  void grow(uint32_t slot) { cover_slot(where_, slot, kNone); }
   // Fig. 4, cases II and III: a ghost about to be stored moves p once.
   void adapt(uint32_t slot) {
     double b1 = static_cast<double>(b1_.size);

@@ -34,10 +34,8 @@ class LfuPolicy final : public EvictionPolicy {
 
  private:
   void grow(uint32_t slot) {
-    if (slot < frequency_.size()) return;
-    size_t size = std::max<size_t>(slot + 1, frequency_.size() * 2);
-    frequency_.resize(size, 0);
-    evictable_.resize(size, 0);
+    cover_slot(frequency_, slot, uint32_t{0});
+    cover_slot(evictable_, slot, uint8_t{0});
   }
   void link(uint32_t slot) {
     lists_.push_front(buckets_[frequency_[slot]], slot);

@@ -28,7 +28,7 @@ class LruPolicy final : public EvictionPolicy {
  private:
   enum State : uint8_t { kAbsent, kEvictable, kHeld };
   void mark(uint32_t slot, State state) {
-    if (slot >= state_.size()) state_.resize(std::max<size_t>(slot + 1, state_.size() * 2), kAbsent);
+    cover_slot(state_, slot, kAbsent);
     state_[slot] = state;
   }
 

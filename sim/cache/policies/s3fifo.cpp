@@ -110,10 +110,8 @@ class S3FifoPolicy final : public EvictionPolicy {
     return kNoSlot;
   }
   void grow(uint32_t slot) {
-    if (slot < where_.size()) return;
-    size_t size = std::max<size_t>(slot + 1, where_.size() * 2);
-    where_.resize(size, kNone);
-    frequency_.resize(size, 0);
+    cover_slot(where_, slot, kNone);
+    cover_slot(frequency_, slot, uint8_t{0});
   }
   void push(uint32_t slot, Where queue) {
     lists_.push_front(queue == kSmall ? small_ : main_, slot);
