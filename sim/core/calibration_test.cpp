@@ -119,6 +119,23 @@ TEST(Calibration, OverlayTurnsTheStoresCpuPerGbIntoSecondsPerByte) {
   EXPECT_EQ(hardware.nvme.store_write_cpu, 0) << "not measured: no limit";
 }
 
+TEST(Calibration, AMeasuredDiskIsTheWholeNodesNotEachDrives) {
+  // A card of 8 drives of 6.8 GB/s with an IOPS limit, calibrated on a machine whose disk read 2.1 GB/s
+  // and wrote 3.1 GB/s: the node reads and writes at those rates, with the card's capacity.
+  HardwareConfig hardware;
+  hardware.nvme.drives = 8;
+  hardware.nvme.capacity = 3.84e12;
+  hardware.nvme.read_bandwidth = 6.8e9;
+  hardware.nvme.read_iops = 100;  // 0.8 GB/s at 8 MiB I/Os: would bind below the measurement
+  Calibration c;
+  c.hardware.nvme_read_bandwidth = 2.1e9;
+  c.hardware.nvme_write_bandwidth = 3.1e9;
+  overlay_calibration(c, hardware);
+  EXPECT_DOUBLE_EQ(hardware.nvme.node_read_bandwidth(), 2.1e9);
+  EXPECT_DOUBLE_EQ(hardware.nvme.node_write_bandwidth(), 3.1e9);
+  EXPECT_DOUBLE_EQ(hardware.nvme.drives * hardware.nvme.capacity, 8 * 3.84e12);
+}
+
 Calibration full_calibration() {
   Calibration c;
   c.tool = "kvtier-hw calibrate";
