@@ -136,7 +136,7 @@ void TieredCache::set_pins(uint32_t slot, uint32_t pins, uint32_t defer_release_
 
 bool TieredCache::contains(int t, uint64_t block_id) const {
   const uint32_t slot = index_.find(block_id);
-  return slot != IdIndex::kAbsent && in_tier(t, slot);
+  return slot != DenseIdIndex::kAbsent && in_tier(t, slot);
 }
 
 void TieredCache::fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const {
@@ -157,7 +157,7 @@ PrefixHit TieredCache::lookup(std::span<const uint64_t> block_ids) const {
   std::vector<uint32_t> slots;
   for (uint64_t id : block_ids) {
     const uint32_t slot = index_.find(id);
-    if (slot == IdIndex::kAbsent) break;
+    if (slot == DenseIdIndex::kAbsent) break;
     slots.push_back(slot);
   }
   PrefixHit hit;

@@ -29,7 +29,7 @@
 #include "sim/cache/cache_event.h"
 #include "sim/cache/eviction_policy.h"
 #include "sim/cache/tier_spec.h"
-#include "sim/core/id_index.h"
+#include "sim/core/dense_id_index.h"
 
 namespace kvtier {
 
@@ -122,7 +122,7 @@ class TieredCache {
   void fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const;
 
   std::vector<Tier> tiers_;
-  IdIndex index_;  // block id -> slot
+  DenseIdIndex index_;  // block id -> slot
   std::vector<Block> blocks_;
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run

@@ -1,20 +1,13 @@
-// A map from 64-bit ids to 32-bit values: block ids to the cache's slots, and run heads and sampled
-// depths to nodes in trace statistics. Every block of every request goes through one, so it is the
-// simulator's and the statistics' hottest table.
-//
-// Ids that are small and dense, as traces that number their blocks in order give them (Mooncake's
-// hash_ids count from 0), index an array directly: 4 bytes an id and one memory access, where a hash table
-// takes 16 and a probe that misses the cache (on the Mooncake sample the array made the simulation 6 %
-// faster). The array covers an id only while it stays within four times the ids stored, so that sparse
-// ids cannot make it large; the rest go to an open-addressing hash table. std::unordered_map allocates a
-// node per entry: it took 10x longer on the 1M-request trace-statistics benchmark, and the cache's
-// lookups on it were 13-16 % of the closed-loop simulation benchmark's profile against 8-9 % here
-// (docs/cache.md). A flat map (absl, boost >= 1.81) is not among this project's dependencies. Linear
-// probing, a power-of-two size, at most three quarters full; entries are never erased; both tables'
-// memory comes from huge pages once it passes 2 MiB.
+// An open-addressing map from 64-bit ids to 32-bit values: block ids to the cache's slots, and run heads
+// and sampled depths to nodes in trace statistics. Every block of every request goes through one, so it
+// is the simulator's and the statistics' hottest table. std::unordered_map allocates a node per entry:
+// it took 10x longer on the 1M-request trace-statistics benchmark, and the cache's lookups on it were
+// 13-16 % of the closed-loop simulation benchmark's profile against 8-9 % here (docs/cache.md). A flat
+// map (absl, boost >= 1.81) is not among this project's dependencies. Linear probing, a power-of-two
+// size, at most three quarters full; entries are never erased; the table's memory comes from huge pages
+// once it passes 2 MiB.
 #pragma once
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -29,36 +22,25 @@ class IdIndex {
 
   IdIndex();
   // id's value, or kAbsent.
-  uint32_t find(uint64_t id) const {
-    if (id < direct_.size() && direct_[id] != kAbsent) return direct_[id];
-    return hashed_ == 0 ? kAbsent : slots_[slot_of(id)].value;
-  }
+  uint32_t find(uint64_t id) const { return slots_[slot_of(id)].value; }
   // Adds id -> value unless id is present; returns the value stored for id. REQUIRES: value != kAbsent.
   uint32_t insert(uint64_t id, uint32_t value) {
-    if (id < direct_.size() && direct_[id] != kAbsent) return direct_[id];
-    // An id stored while the array did not reach it stays in the hash table.
-    if (hashed_ > 0) {
-      if (uint32_t known = slots_[slot_of(id)].value; known != kAbsent) return known;
+    size_t slot = slot_of(id);
+    if (slots_[slot].value != kAbsent) return slots_[slot].value;
+    // Keep the load at most three quarters: probe runs stay a few slots (a cache line or two), and the
+    // tables take half the fresh memory that a load under one half did.
+    if (4 * (used_ + 1) > 3 * slots_.size()) {
+      grow();
+      slot = slot_of(id);
     }
-    if (id < direct_.size() || dense_enough(id)) {
-      if (id >= direct_.size()) direct_.resize((id / kIdsPerPage + 1) * kIdsPerPage, kAbsent);
-      direct_[id] = value;
-    } else {
-      insert_hashed(id, value);
-    }
+    slots_[slot] = {id, value};
     ++used_;
     return value;
   }
   size_t size() const { return used_; }
-  // Starts loading where id would be into the cache, for a find or insert soon after: lookups land at
+  // Starts loading id's home slot into the cache, for a find or insert soon after: lookups land at
   // random in a large table, and several misses in flight cost little more than one.
-  void prefetch(uint64_t id) const {
-    if (id < direct_.size()) {
-      __builtin_prefetch(&direct_[id]);
-    } else if (hashed_ > 0) {
-      __builtin_prefetch(&slots_[home_slot(id)]);
-    }
-  }
+  void prefetch(uint64_t id) const { __builtin_prefetch(&slots_[home_slot(id)]); }
 
  private:
   // 12 bytes, not 16 with padding: a quarter less fresh memory for the kernel to clear, and more slots
@@ -82,15 +64,9 @@ class IdIndex {
     while (slots_[slot].value != kAbsent && slots_[slot].id != id) slot = (slot + 1) & mask;
     return slot;
   }
-  static constexpr uint64_t kIdsPerPage = 4096 / sizeof(uint32_t);  // the array grows a page at a time
-  // Ids below 64K, or below four times the ids stored, go in the array.
-  bool dense_enough(uint64_t id) const { return id < std::max<uint64_t>(uint64_t{1} << 16, 4 * (used_ + 1)); }
-  void insert_hashed(uint64_t id, uint32_t value);
   void grow();
 
-  std::vector<uint32_t, HugePageAllocator<uint32_t>> direct_;
-  std::vector<Slot, HugePageAllocator<Slot>> slots_;  // empty until the first id the array does not take
-  size_t hashed_ = 0;
+  std::vector<Slot, HugePageAllocator<Slot>> slots_;
   size_t used_ = 0;
 };
 
