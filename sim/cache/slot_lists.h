@@ -8,8 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 #include <vector>
+
+#include "sim/core/huge_pages.h"
 
 namespace kvtier {
 
@@ -19,16 +20,6 @@ inline constexpr uint32_t kNoSlot = UINT32_MAX;
 // every fresh page faults (several microseconds on a virtual machine). Reserved memory that no slot
 // reaches is never touched, so costs nothing.
 inline constexpr size_t kReservedSlots = size_t{1} << 16;
-
-// Makes `slot` an index of a slot-indexed array, new entries set to `fill`. It grows to the end of the
-// 4 KiB page that holds `slot`, so no page past the highest slot seen is touched (past its capacity the
-// vector still grows geometrically). Growing to twice the size touched up to twice the pages: on the
-// Mooncake sample a tenth of the simulation's page faults.
-template <typename T, typename Allocator>
-void cover_slot(std::vector<T, Allocator>& array, uint32_t slot, std::type_identity_t<T> fill) {
-  constexpr size_t kPerPage = std::max<size_t>(1, 4096 / sizeof(T));
-  if (slot >= array.size()) array.resize((size_t{slot} / kPerPage + 1) * kPerPage, fill);
-}
 
 class SlotLists {
  public:

@@ -9,12 +9,25 @@
 // (transparent_hugepage=madvise) honours; with huge pages off they are plain mappings.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
+#include <type_traits>
+#include <vector>
 
 namespace kvtier {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
+
+// Makes `index` an index of an array indexed by dense ids or slots, new entries set to `fill`. It grows to
+// the end of the 4 KiB page that holds `index`, so no page past the highest index seen is touched (past
+// its capacity the vector still grows geometrically). Growing to twice the size touched up to twice the
+// pages: on the Mooncake sample a tenth of the simulation's page faults.
+template <typename T, typename Allocator>
+void cover_slot(std::vector<T, Allocator>& array, size_t index, std::type_identity_t<T> fill) {
+  constexpr size_t kPerPage = std::max<size_t>(1, 4096 / sizeof(T));
+  if (index >= array.size()) array.resize((index / kPerPage + 1) * kPerPage, fill);
+}
 
 // Memory of at least `bytes`, aligned to kHugePageBytes, not initialised; throws std::bad_alloc.
 void* allocate_huge_pages(size_t bytes);
