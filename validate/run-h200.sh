@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The GPU half of kvtier's validation set: calibrate from microbenchmarks, then serve each validation
 # scenario for real. Run from the repository root on the H200 machine:
-#   validate/run-h200.sh OUTDIR [SCENARIO...] [breakeven]
+#   validate/run-h200.sh OUTDIR [SCENARIO...] [breakeven] [no-throttle]
 # (default: every validate/scenarios/h200-*.yaml, then case (e), the break-even sweep: about 5 minutes for
-# Llama-3.1-8B, bf16 then int4, DRAM and NVMe; named scenarios run alone unless `breakeven` is named too).
+# Llama-3.1-8B, bf16 then int4, DRAM and NVMe; named scenarios run alone unless `breakeven` is named too;
+# `no-throttle` adds a second calibration without the power throttle, for compare-h200.sh's side tables).
 # The GPU's clock is logged every 250 ms to OUTDIR/clocks.csv while it runs (docs/validation.md says why).
 # KVTIER_HW names the kvtier-hw binary (default: build-gpu/hw/tools/kvtier-hw, built here if missing).
 # The calibration never sees a serving run: it times copies, the disk and isolated forward-pass steps.
 # The CPU half, validate/compare-h200.sh, simulates each scenario with that calibration and compares.
 set -u -o pipefail
-out=${1:?usage: validate/run-h200.sh OUTDIR [SCENARIO...]}
+out=${1:?usage: validate/run-h200.sh OUTDIR [SCENARIO...] [breakeven] [no-throttle]}
 shift
 . "$(dirname "$0")/h200-selection.sh"
 hw=${KVTIER_HW:-build-gpu/hw/tools/kvtier-hw}
@@ -32,7 +33,7 @@ if [ ! -f "$out/calibration.json" ]; then
     > "$out/calibration.log" 2>&1 || { cat "$out/calibration.log"; exit 1; }
 fi
 # The same without the power throttle (docs/validation.md compares the two).
-if [ ! -f "$out/calibration-no-throttle.json" ]; then
+if [ "$no_throttle" = 1 ] && [ ! -f "$out/calibration-no-throttle.json" ]; then
   "$hw" calibrate --steps --no-throttle --step-model llama-3.1-8b --dir "$PWD" \
     --out "$out/calibration-no-throttle.json" > "$out/calibration-no-throttle.log" 2>&1 ||
     { cat "$out/calibration-no-throttle.log"; exit 1; }
