@@ -31,14 +31,15 @@ AttentionCosts truth() {
   return c;
 }
 
-// One launch per probe step, timed as if the kernel ran the model with truth(), each off by up to `noise`.
-std::vector<AttentionSample> synthetic_launches(double noise) {
+// One launch per probe step, timed as if the kernel ran the model with `costs`, each off by up to `noise`.
+std::vector<AttentionSample> synthetic_launches(double noise, const AttentionCosts& costs = truth()) {
   std::mt19937 random(11);
   std::uniform_real_distribution<double> error(-noise, noise);
   std::vector<AttentionSample> launches;
   for (const StepSample& step : probe_steps(640 * 1024)) {
     AttentionSample launch{.sequences = step.attention_sequences()};
-    launch.seconds = attention_launch_seconds(truth(), kKvHeads, kGqaRatio, launch.sequences) * (1 + error(random));
+    launch.seconds =
+        attention_launch_seconds(costs, kKvHeads, kGqaRatio, launch.sequences) * (1 + error(random));
     launches.push_back(std::move(launch));
   }
   return launches;
@@ -51,6 +52,7 @@ void expect_kernel_near(const AttentionKernelCost& fitted, const AttentionKernel
   EXPECT_NEAR(fitted.block_s / expected.block_s, 1, relative);
   EXPECT_NEAR(fitted.key_tile_s / expected.key_tile_s, 1, relative);
   EXPECT_NEAR(fitted.row_group_tile_s, expected.row_group_tile_s, relative * expected.key_tile_s);
+  EXPECT_NEAR(fitted.empty_block_s, expected.empty_block_s, relative * expected.key_tile_s);
 }
 
 TEST(AttentionFit, TheProbeStepsRunBothKernels) {
@@ -67,6 +69,17 @@ TEST(AttentionFit, RecoversExactCostsFromExactTimes) {
   expect_kernel_near(fitted.unsplit, truth().unsplit, 1e-4);
   expect_kernel_near(fitted.split, truth().split, 1e-4);
   EXPECT_EQ(fitted.multiprocessors, 132);
+}
+
+// The probe's mixed steps (a chunk beside decodes) give the unsplit kernel blocks past the decodes' one
+// query tile; the split kernel's launches (decodes alone) have none, so its cost stays 0.
+TEST(AttentionFit, RecoversWhatABlockPastItsSequencesTilesCosts) {
+  AttentionCosts costs = truth();
+  costs.unsplit.empty_block_s = 0.4e-6;
+  const AttentionCosts fitted =
+      fit_attention_costs(h200_tiling(), kKvHeads, kGqaRatio, synthetic_launches(0, costs));
+  expect_kernel_near(fitted.unsplit, costs.unsplit, 1e-3);
+  expect_kernel_near(fitted.split, costs.split, 1e-4);
 }
 
 TEST(AttentionFit, PredictsEachLaunchThroughAPercentOfNoise) {

@@ -89,14 +89,23 @@ class RunPlacer {
     blocks_ += blocks;
   }
 
+  // Blocks past their sequence's query tiles (row groups -1 marks them: they exit at once).
+  void add_empty(int64_t blocks) {
+    if (blocks > 0 && kernel_.empty_block_s > 0) add(blocks, 0, kEmpty);
+  }
+
   double makespan() {
     flush();
     return slots_.makespan();
   }
 
  private:
+  static constexpr int64_t kEmpty = -1;
+
   void flush() {
-    if (blocks_ > 0) {
+    if (blocks_ > 0 && row_groups_ == kEmpty) {
+      slots_.place(blocks_, kernel_.empty_block_s);
+    } else if (blocks_ > 0) {
       const double tile_s = kernel_.key_tile_s + kernel_.row_group_tile_s * static_cast<double>(row_groups_);
       slots_.place(blocks_, kernel_.block_s + tile_s * static_cast<double>(key_tiles_));
     }
@@ -151,6 +160,9 @@ double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int g
   const int splits = attention_launch_splits(costs, kv_heads, gqa_ratio, step);
   const AttentionKernelCost& kernel = splits == 1 ? costs.unsplit : costs.split;
   const int64_t per_tile = tokens_per_tile(costs.query_rows, gqa_ratio);
+  int64_t query_tiles = 0;  // every sequence's in the grid: the longest's
+  for (const AttentionSequence& s : step)
+    query_tiles = std::max(query_tiles, ceil_div(s.new_tokens, per_tile));
   RunPlacer placer(kernel);
   for (const AttentionSequence& s : step) {
     // Split ranges are whole tiles of the split kernel's keys, the same for every query tile.
@@ -158,8 +170,10 @@ double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int g
         splits == 1 ? 0
                     : ceil_div(ceil_div(s.context_tokens + s.new_tokens, costs.split.key_tile), splits) *
                           costs.split.key_tile;
+    const int64_t own_tiles = ceil_div(s.new_tokens, per_tile);
     for (int split = 0; split < splits; ++split) {
-      for (int64_t tile = ceil_div(s.new_tokens, per_tile) - 1; tile >= 0; --tile) {  // the last first
+      placer.add_empty(kv_heads * (query_tiles - own_tiles));  // the grid's tiles past its own come first
+      for (int64_t tile = own_tiles - 1; tile >= 0; --tile) {  // then its own, the last first
         const int64_t tile_tokens = std::min(s.new_tokens, (tile + 1) * per_tile) - tile * per_tile;
         const int64_t causal_stop = s.context_tokens + tile * per_tile + tile_tokens;
         const int64_t begin = range * split;

@@ -11,7 +11,9 @@
 // A block's time is block_s + (its key tiles) × (key_tile_s + row_group_tile_s × its row groups), a row
 // group being kAttentionRowGroup query rows in use (a warp's share of the matrix instructions: a decode's
 // block uses gqa_ratio rows of its tile, a prefill's all of them, and on the mma.sync kernel only warps
-// with rows do the work). Blocks start in launch order on the first free one of `slots` places
+// with rows do the work). The grid gives every sequence as many query tiles as the step's longest has, so
+// a shorter sequence's tiles past its own (all but one for a decode beside a chunk) are blocks that exit
+// at once: each takes empty_block_s. Blocks start in launch order on the first free one of `slots` places
 // (multiprocessors × blocks resident on each). The launch takes launch_s plus the time its last block
 // ends. Measured on an H200 this describes what one rate cannot: the attention of a decode of
 // 8 sequences at 32K tokens runs in three waves of 320 blocks over 132 multiprocessors, and takes 62 % of
@@ -39,6 +41,7 @@ struct AttentionKernelCost {
   double block_s = 0;       // fixed time of one block
   double key_tile_s = 0;    // time of one key tile in a block
   double row_group_tile_s = 0;  // and of one key tile per row group the block uses
+  double empty_block_s = 0;     // time of a block past its sequence's query tiles, which exits at once
 };
 
 inline constexpr int kAttentionRowGroup = 16;  // query rows of a row group

@@ -13,17 +13,36 @@ namespace kvtier {
 namespace {
 
 AttentionKernelCost kernel(int key_tile, int slots, double launch_s, double block_s, double key_tile_s,
-                           double row_group_tile_s = 0) {
+                           double row_group_tile_s = 0, double empty_block_s = 0) {
   return {.key_tile = key_tile,
           .slots = slots,
           .launch_s = launch_s,
           .block_s = block_s,
           .key_tile_s = key_tile_s,
-          .row_group_tile_s = row_group_tile_s};
+          .row_group_tile_s = row_group_tile_s,
+          .empty_block_s = empty_block_s};
 }
 
-// The kernel's cut, block by block (grid x = KV head fastest, y = query tile with the last first,
-// z = sequence × splits + split), each block on the earliest-free slot by a linear scan.
+// One block of a sequence's query tile starting at token `tok0`, as the kernel cuts it.
+double tile_seconds(const AttentionCosts& c, const AttentionKernelCost& k, int gqa_ratio,
+                    const AttentionSequence& s, int splits, int split, int64_t tok0) {
+  const int64_t per_tile = std::max(1, c.query_rows / gqa_ratio);
+  const int64_t total = s.context_tokens + s.new_tokens;
+  const int64_t split_tiles = (total + c.split.key_tile - 1) / c.split.key_tile;
+  const int64_t range = (split_tiles + splits - 1) / splits * c.split.key_tile;
+  const int64_t last = std::min(s.new_tokens, tok0 + per_tile);
+  const int64_t begin = splits == 1 ? 0 : range * split;
+  const int64_t stop =
+      splits == 1 ? s.context_tokens + last : std::min(s.context_tokens + last, range * (split + 1));
+  const int64_t keys = std::max<int64_t>(0, stop - begin);
+  const int64_t rows = std::min<int64_t>(c.query_rows, (last - tok0) * gqa_ratio);
+  const double tile_s = k.key_tile_s + k.row_group_tile_s * static_cast<double>((rows + 15) / 16);
+  return k.block_s + tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
+}
+
+// The kernel's cut, block by block (grid x = KV head fastest, y = query tile with the last first, as many
+// for every sequence as the longest has, z = sequence × splits + split), each block on the earliest-free
+// slot by a linear scan.
 double reference_launch_seconds(const AttentionCosts& c, int kv_heads, int gqa_ratio,
                                 const std::vector<AttentionSequence>& step) {
   if (step.empty()) return 0;
@@ -41,21 +60,11 @@ double reference_launch_seconds(const AttentionCosts& c, int kv_heads, int gqa_r
   const int64_t query_tiles = (max_new + per_tile - 1) / per_tile;
   std::vector<double> free_at(static_cast<size_t>(k.slots), 0.0);
   for (const AttentionSequence& s : step) {
-    const int64_t total = s.context_tokens + s.new_tokens;
-    const int64_t split_tiles = (total + c.split.key_tile - 1) / c.split.key_tile;
-    const int64_t range = (split_tiles + splits - 1) / splits * c.split.key_tile;
     for (int split = 0; split < splits; ++split) {
       for (int64_t y = 0; y < query_tiles; ++y) {
         const int64_t tok0 = (query_tiles - 1 - y) * per_tile;
-        if (tok0 >= s.new_tokens) continue;
-        const int64_t last = std::min(s.new_tokens, tok0 + per_tile);
-        const int64_t begin = splits == 1 ? 0 : range * split;
-        const int64_t stop =
-            splits == 1 ? s.context_tokens + last : std::min(s.context_tokens + last, range * (split + 1));
-        const int64_t keys = std::max<int64_t>(0, stop - begin);
-        const int64_t rows = std::min<int64_t>(c.query_rows, (last - tok0) * gqa_ratio);
-        const double tile_s = k.key_tile_s + k.row_group_tile_s * static_cast<double>((rows + 15) / 16);
-        const double seconds = k.block_s + tile_s * static_cast<double>((keys + k.key_tile - 1) / k.key_tile);
+        double seconds = k.empty_block_s;  // a tile past the sequence's new tokens: the block exits
+        if (tok0 < s.new_tokens) seconds = tile_seconds(c, k, gqa_ratio, s, splits, split, tok0);
         for (int head = 0; head < kv_heads; ++head) {
           auto slot = std::min_element(free_at.begin(), free_at.end());
           *slot += seconds;
@@ -140,6 +149,24 @@ TEST(AttentionLaunch, DecodesBesideAChunkOnlyRunTheirFirstTile) {
   EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 1, step), 0.5 + 6.0);
 }
 
+TEST(AttentionLaunch, ADecodeBesideAChunkPaysForTheGridsEmptyTiles) {
+  // As above with empty_block_s = 0.25 and the decode first: its tile 1 (the grid's y = 0) exits at once,
+  // 0.25 on slot 1; its tile 0 (4 s) on slot 2; the chunk's tile 1 (3 s) on slot 1 from 0.25, its tile 0
+  // (2 s) on slot 1 from 3.25, ending at 5.25 (slot 2 ends at 4). With the chunk first: 3 | 2, the
+  // decode's empty tile after the 2 (2.25), its tile 0 there too: 6.25, where without it 6.
+  AttentionCosts c{.query_rows = 2,
+                   .multiprocessors = 1,
+                   .unsplit = kernel(2, 2, 0.5, 0.0, 1.0, 0.0, 0.25),
+                   .split = kernel(2, 2, 100.0, 100.0, 100.0)};
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 1, std::vector<AttentionSequence>{{7, 1}, {2, 4}}),
+                   0.5 + 5.25);
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 1, std::vector<AttentionSequence>{{2, 4}, {7, 1}}),
+                   0.5 + 6.25);
+  // A step of decodes alone has one query tile: no empty blocks. Two decodes after 3 (2 key tiles each).
+  EXPECT_DOUBLE_EQ(attention_launch_seconds(c, 1, 1, std::vector<AttentionSequence>{{3, 1}, {3, 1}}),
+                   0.5 + 2.0);
+}
+
 // A block pays per key tile for the row groups it uses: gqa_ratio rows for a decode, a tile's tokens ×
 // gqa_ratio for a chunk. 128 rows, ratio 4: 32 tokens a tile.
 TEST(AttentionLaunch, ABlockPaysForTheQueryRowsItUses) {
@@ -171,9 +198,11 @@ TEST(AttentionLaunch, MatchesTheSlowReferenceOnRandomSteps) {
                      .max_splits = static_cast<int>(uniform(1, 64)),
                      .min_split_keys = static_cast<int>(uniform(1, 1024)),
                      .unsplit = kernel(static_cast<int>(uniform(16, 256)), static_cast<int>(uniform(1, 300)),
-                                       real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6)),
+                                       real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6),
+                                       uniform(0, 1) == 0 ? 0 : real(0, 1e-6)),
                      .split = kernel(static_cast<int>(uniform(16, 128)), static_cast<int>(uniform(1, 300)),
-                                     real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6))};
+                                     real(0, 1e-5), real(0, 1e-5), real(1e-7, 1e-5), real(0, 1e-6),
+                                     uniform(0, 1) == 0 ? 0 : real(0, 1e-6))};
     std::vector<AttentionSequence> step;
     const int64_t chunks = uniform(0, 3);
     for (int64_t i = 0; i < chunks; ++i) step.push_back({uniform(0, 70000), uniform(1, 3000)});

@@ -279,14 +279,18 @@ constexpr FieldKey<AttentionKernelCost, double> kKernelTimeKeys[] = {
     {"key_tile_s", &AttentionKernelCost::key_tile_s},
     {"row_group_tile_s", &AttentionKernelCost::row_group_tile_s},
 };
+constexpr const char* kEmptyBlockKey = "empty_block_s";  // optional: 0 when absent
 constexpr FieldKey<AttentionCosts, AttentionKernelCost> kKernelKeys[] = {{"unsplit", &AttentionCosts::unsplit},
                                                                        {"split", &AttentionCosts::split}};
 
-// The object at `keys` with exactly the keys `known`, every one of them present.
+// The object at `keys` with the keys `known`, every one of them present, and perhaps some of `optional`.
 const json& complete_object(const json& object, const std::vector<std::string>& keys,
-                            const std::vector<std::string>& known) {
+                            const std::vector<std::string>& known,
+                            const std::vector<std::string>& optional = {}) {
   expect_object(object, keys);
-  allow_keys(object, keys, known);
+  std::vector<std::string> allowed = known;
+  allowed.insert(allowed.end(), optional.begin(), optional.end());
+  allow_keys(object, keys, allowed);
   for (const std::string& key : known) {
     if (!object.contains(key)) fail(keys, "missing required key '" + key + "'");
   }
@@ -310,12 +314,15 @@ AttentionKernelCost read_kernel(const json& object, const std::vector<std::strin
   std::vector<std::string> known;
   for (const auto& k : kKernelCountKeys) known.push_back(k.key);
   for (const auto& k : kKernelTimeKeys) known.push_back(k.key);
-  complete_object(object, keys, known);
+  complete_object(object, keys, known, {kEmptyBlockKey});
   AttentionKernelCost kernel;
   for (const auto& k : kKernelCountKeys)
     kernel.*k.field = read_count(object.at(k.key), child_keys(keys, k.key));
   for (const auto& k : kKernelTimeKeys)
     kernel.*k.field = read_seconds(object.at(k.key), child_keys(keys, k.key));
+  // Files fitted before empty blocks were priced lack it: their launches had none.
+  if (object.contains(kEmptyBlockKey))
+    kernel.empty_block_s = read_seconds(object.at(kEmptyBlockKey), child_keys(keys, kEmptyBlockKey));
   return kernel;
 }
 
@@ -340,6 +347,7 @@ json attention_json(const AttentionCosts& costs) {
     json& object = out[kernel.key] = json::object();
     for (const auto& k : kKernelCountKeys) object[k.key] = (costs.*kernel.field).*k.field;
     for (const auto& k : kKernelTimeKeys) object[k.key] = (costs.*kernel.field).*k.field;
+    object[kEmptyBlockKey] = (costs.*kernel.field).empty_block_s;
   }
   return out;
 }

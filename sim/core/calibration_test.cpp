@@ -439,28 +439,27 @@ TEST(Calibration, ServingErrorsAreLocated) {
 
 Calibration with_block_attention() {
   Calibration c;
-  c.serving = ServingCalibration{
-      .model = "Llama-3.1-8B",
-      .costs = {
-          .step_overhead_s = 1.5e-3,
-          .linear_mfu = 0.61,
-          .attention = AttentionCosts{
-              .query_rows = 64,
-              .multiprocessors = 132,
-              .max_splits = 32,
-              .min_split_keys = 512,
-              .unsplit = {.key_tile = 128,
-                          .slots = 264,
-                          .launch_s = 4.25e-6,
-                          .block_s = 1.125e-6,
-                          .key_tile_s = 2.2345678901e-6,
-                          .row_group_tile_s = 3.5e-8},
-              .split = {.key_tile = 64,
-                        .slots = 132,
-                        .launch_s = 9.5e-6,
-                        .block_s = 0,
-                        .key_tile_s = 2.0517e-6,
-                        .row_group_tile_s = 0.125e-6}}}};
+  c.serving =
+      ServingCalibration{.model = "Llama-3.1-8B",
+                         .costs = {.step_overhead_s = 1.5e-3,
+                                   .linear_mfu = 0.61,
+                                   .attention = AttentionCosts{.query_rows = 64,
+                                                               .multiprocessors = 132,
+                                                               .max_splits = 32,
+                                                               .min_split_keys = 512,
+                                                               .unsplit = {.key_tile = 128,
+                                                                           .slots = 264,
+                                                                           .launch_s = 4.25e-6,
+                                                                           .block_s = 1.125e-6,
+                                                                           .key_tile_s = 2.2345678901e-6,
+                                                                           .row_group_tile_s = 3.5e-8,
+                                                                           .empty_block_s = 0.375e-6},
+                                                               .split = {.key_tile = 64,
+                                                                         .slots = 132,
+                                                                         .launch_s = 9.5e-6,
+                                                                         .block_s = 0,
+                                                                         .key_tile_s = 2.0517e-6,
+                                                                         .row_group_tile_s = 0.125e-6}}}};
   return c;
 }
 
@@ -471,7 +470,8 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
                                       {"launch_s", 4.25e-6},
                                       {"block_s", 1.125e-6},
                                       {"key_tile_s", 2.2345678901e-6},
-                                      {"row_group_tile_s", 3.5e-8}};
+                                      {"row_group_tile_s", 3.5e-8},
+                                      {"empty_block_s", 0.375e-6}};
   EXPECT_EQ(json["serving"], nlohmann::json({{"model", "Llama-3.1-8B"},
                                              {"step_overhead_s", 1.5e-3},
                                              {"linear_mfu", 0.61},
@@ -487,7 +487,8 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
                                                  {"launch_s", 9.5e-6},
                                                  {"block_s", 0.0},
                                                  {"key_tile_s", 2.0517e-6},
-                                                 {"row_group_tile_s", 0.125e-6}}}}}}));
+                                                 {"row_group_tile_s", 0.125e-6},
+                                                 {"empty_block_s", 0.0}}}}}}));
   const Calibration back =
       parse_calibration("{\"hardware\": {}, \"serving\": " + json["serving"].dump() + "}", "c.json");
   ASSERT_TRUE(back.serving && back.serving->costs.attention);
@@ -505,9 +506,24 @@ TEST(Calibration, ServingAttentionRoundTripsWithoutTheFormulaKeys) {
     EXPECT_EQ(read.block_s, written.block_s);
     EXPECT_EQ(read.key_tile_s, written.key_tile_s);
     EXPECT_EQ(read.row_group_tile_s, written.row_group_tile_s);
+    EXPECT_EQ(read.empty_block_s, written.empty_block_s);
   }
   EXPECT_EQ(back.serving->costs.attention_mfu, 0) << "formula keys are optional beside attention";
   EXPECT_FALSE(nlohmann::json(with_serving())["serving"].contains("attention")) << "no blocks, no object";
+}
+
+// Files fitted before empty blocks were priced have no empty_block_s: 0, so their launches price as then.
+TEST(Calibration, AKernelWithoutEmptyBlockTimeReadsAsNone) {
+  nlohmann::json serving = nlohmann::json(with_block_attention())["serving"];
+  serving["attention"]["unsplit"].erase("empty_block_s");
+  const Calibration back =
+      parse_calibration("{\"hardware\": {}, \"serving\": " + serving.dump() + "}", "c.json");
+  EXPECT_EQ(back.serving->costs.attention->unsplit.empty_block_s, 0);
+  serving["attention"]["unsplit"]["empty_block_s"] = -1e-6;
+  EXPECT_NE(error_of([&] {
+              parse_calibration("{\"hardware\": {}, \"serving\": " + serving.dump() + "}", "c.json");
+            }).find("serving.attention.unsplit.empty_block_s: expected a number of 0 or more"),
+            std::string::npos);
 }
 
 TEST(Calibration, ServingAttentionKeepsFormulaKeysThatWereFitted) {

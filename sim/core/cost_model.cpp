@@ -20,7 +20,7 @@ bool non_negative(double v) {
 void require_attention_costs(const AttentionCosts& a) {
   auto kernel_ok = [](const AttentionKernelCost& k) {
     return k.key_tile >= 1 && k.slots >= 1 && non_negative(k.launch_s) && non_negative(k.block_s) &&
-           non_negative(k.key_tile_s) && non_negative(k.row_group_tile_s);
+           non_negative(k.key_tile_s) && non_negative(k.row_group_tile_s) && non_negative(k.empty_block_s);
   };
   if (!(a.query_rows >= 1 && a.multiprocessors >= 1 && a.max_splits >= 1 && a.min_split_keys >= 1 &&
         kernel_ok(a.unsplit) && kernel_ok(a.split))) {
