@@ -17,8 +17,9 @@ const AttentionCosts kH200{
     .unsplit = {.key_tile = 128, .slots = 132, .launch_s = 8e-6, .block_s = 2e-6, .key_tile_s = 2.2e-6},
     .split = {.key_tile = 64, .slots = 132, .launch_s = 12e-6, .block_s = 2e-6, .key_tile_s = 2.05e-6}};
 
-void run(benchmark::State& state, const std::vector<AttentionSequence>& step) {
-  for (auto _ : state) benchmark::DoNotOptimize(attention_launch_seconds(kH200, 8, 4, step));
+void run(benchmark::State& state, const std::vector<AttentionSequence>& step,
+         const AttentionCosts& costs = kH200) {
+  for (auto _ : state) benchmark::DoNotOptimize(attention_launch_seconds(costs, 8, 4, step));
 }
 
 // 256 decodes at contexts drawn from 1K to 40K.
@@ -46,6 +47,20 @@ void BM_MixedChunkAndDecodes(benchmark::State& state) {
   run(state, step);
 }
 BENCHMARK(BM_MixedChunkAndDecodes);
+
+// The scheduler's order: 64 decodes as above, then the chunk, without (0) and with (1) a cost for the
+// blocks past each decode's one query tile (63 × 8 of them a decode), as kvtier-hw calibrate fits it.
+void BM_DecodesThenChunk(benchmark::State& state) {
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int64_t> context(1024, 40960);
+  std::vector<AttentionSequence> step;
+  for (int i = 0; i < 64; ++i) step.push_back({context(rng), 1});
+  step.push_back({30720, 2048});
+  AttentionCosts costs = kH200;
+  costs.unsplit.empty_block_s = state.range(0) == 0 ? 0 : 0.26e-6;
+  run(state, step, costs);
+}
+BENCHMARK(BM_DecodesThenChunk)->Arg(0)->Arg(1);
 
 // 8 decodes at 32K: the split kernel, 320 blocks.
 void BM_Decode8At32K(benchmark::State& state) {
