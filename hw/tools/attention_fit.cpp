@@ -11,9 +11,9 @@ namespace {
 
 constexpr double kLeastRatio = 0.01, kMostRatio = 1000, kRatioStep = 1.25;  // block_s / key_tile_s
 constexpr double kLeastRowGroupRatio = 1e-3, kMostRowGroupRatio = 10, kRowGroupRatioStep = 1.25;
-constexpr double kLeastEmptyRatio = 0.01, kMostEmptyRatio = 2,
-                 kEmptyRatioStep = 1.5;  // empty_block_s / key_tile_s
-constexpr int kEmptyNeighbourhood = 4;   // grid steps of the other two ratios searched at each empty ratio
+// empty_block_s / key_tile_s, and how many grid steps of the other two ratios are searched at each.
+constexpr double kLeastEmptyRatio = 0.01, kMostEmptyRatio = 2, kEmptyRatioStep = 1.5;
+constexpr int kEmptyNeighbourhood = 4;
 constexpr int kRefineRounds = 40, kRefinePasses = 3;
 
 struct KernelFit {
