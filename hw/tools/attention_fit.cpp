@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace kvtier::hw {
 namespace {
@@ -77,6 +80,12 @@ std::vector<double> row_group_grid() {
   return grid;
 }
 
+std::vector<double> block_grid() {
+  std::vector<double> grid;
+  for (double r = kLeastRatio; r <= kMostRatio; r *= kRatioStep) grid.push_back(r);
+  return grid;
+}
+
 // Whether the launch's grid has blocks past a sequence's own query tiles (sequences of unequal tiles).
 bool has_empty_blocks(const AttentionCosts& tiling, int gqa_ratio, const AttentionSample& sample) {
   const int64_t per_tile = std::max(1, tiling.query_rows / gqa_ratio);
@@ -88,6 +97,70 @@ bool has_empty_blocks(const AttentionCosts& tiling, int gqa_ratio, const Attenti
   return most > least;
 }
 
+// The search over one kernel's ratios, keeping the best fit seen; `fit` prices the launches at ratios.
+class RatioSearch {
+ public:
+  explicit RatioSearch(std::function<KernelFit(Ratios)> fit) : fit_(std::move(fit)) {}
+
+  // Every pair of block and row-group ratios on the grid, without empty blocks.
+  void grid() {
+    for (double block : blocks_) {
+      for (double row_group : row_groups_) consider({block, row_group, 0});
+    }
+  }
+
+  // At each empty-block ratio, the other two within kEmptyNeighbourhood grid steps of the best so far.
+  void empty_blocks() {
+    const auto [block_low, block_high] = near(blocks_, at_.block);
+    const auto [group_low, group_high] = near(row_groups_, at_.row_group);
+    for (double empty = kLeastEmptyRatio; empty <= kMostEmptyRatio; empty *= kEmptyRatioStep) {
+      for (ptrdiff_t b = block_low; b < block_high; ++b) {
+        for (ptrdiff_t g = group_low; g < group_high; ++g) consider({blocks_[b], row_groups_[g], empty});
+      }
+    }
+  }
+
+  // Each ratio in turn refined between its neighbours on the grid (those the grid chose 0 stay 0).
+  void refine() {
+    for (int pass = 0; pass < kRefinePasses; ++pass) {
+      refine_ratio(&Ratios::block, kRatioStep);
+      if (at_.row_group > 0) refine_ratio(&Ratios::row_group, kRowGroupRatioStep);
+      if (at_.empty > 0) refine_ratio(&Ratios::empty, kEmptyRatioStep);
+      const KernelFit refined = fit_(at_);
+      if (refined.squared_error < best_.squared_error) best_ = refined;
+    }
+  }
+
+  const KernelFit& best() const { return best_; }
+
+ private:
+  void consider(Ratios ratios) {
+    const KernelFit f = fit_(ratios);
+    if (f.squared_error < best_.squared_error) best_ = f, at_ = ratios;
+  }
+
+  void refine_ratio(double Ratios::*ratio, double step) {
+    Ratios trial = at_;
+    at_.*ratio = golden_section(std::log(at_.*ratio / step), std::log(at_.*ratio * step), [&](double value) {
+      trial.*ratio = value;
+      return fit_(trial).squared_error;
+    });
+  }
+
+  // The index range of `grid` within kEmptyNeighbourhood steps of `value`.
+  static std::pair<ptrdiff_t, ptrdiff_t> near(const std::vector<double>& grid, double value) {
+    const ptrdiff_t i = std::lower_bound(grid.begin(), grid.end(), value) - grid.begin();
+    return {std::max<ptrdiff_t>(0, i - kEmptyNeighbourhood),
+            std::min<ptrdiff_t>(std::ssize(grid), i + kEmptyNeighbourhood + 1)};
+  }
+
+  std::function<KernelFit(Ratios)> fit_;
+  const std::vector<double> blocks_ = block_grid();
+  const std::vector<double> row_groups_ = row_group_grid();
+  KernelFit best_;
+  Ratios at_;
+};
+
 AttentionKernelCost fit_kernel(const AttentionCosts& tiling, bool split, int kv_heads, int gqa_ratio,
                                const std::vector<const AttentionSample*>& samples) {
   if (samples.size() < 3) {
@@ -96,7 +169,7 @@ AttentionKernelCost fit_kernel(const AttentionCosts& tiling, bool split, int kv_
   }
   std::vector<double> seconds;
   for (const AttentionSample* s : samples) seconds.push_back(s->seconds);
-  auto fit = [&](Ratios ratios) {
+  RatioSearch search([&](Ratios ratios) {
     AttentionCosts unit = tiling;
     AttentionKernelCost& kernel = split ? unit.split : unit.unsplit;
     kernel.launch_s = 0, kernel.block_s = ratios.block, kernel.key_tile_s = 1;
@@ -105,61 +178,16 @@ AttentionKernelCost fit_kernel(const AttentionCosts& tiling, bool split, int kv_
     for (const AttentionSample* s : samples)
       units.push_back(attention_launch_seconds(unit, kv_heads, gqa_ratio, s->sequences));
     return fit_at_ratios(kernel, ratios, units, seconds);
-  };
-  KernelFit best;
-  Ratios at;
-  auto try_ratios = [&](Ratios ratios) {
-    const KernelFit f = fit(ratios);
-    if (f.squared_error < best.squared_error) best = f, at = ratios;
-  };
-  const std::vector<double> row_groups = row_group_grid();
-  std::vector<double> blocks;
-  for (double block = kLeastRatio; block <= kMostRatio; block *= kRatioStep) blocks.push_back(block);
-  for (double block : blocks) {
-    for (double row_group : row_groups) try_ratios({block, row_group, 0});
-  }
-  // Blocks past their sequence's tiles: only launches that mix sequences of different lengths have them.
-  // At each of their ratios, the other two are searched near the best pair without them.
+  });
+  search.grid();
+  // Only launches that mix sequences of different lengths have empty blocks to price.
   if (std::any_of(samples.begin(), samples.end(),
-                  [&](const AttentionSample* s) { return has_empty_blocks(tiling, gqa_ratio, *s); })) {
-    const Ratios base = at;
-    const auto near = [&](const std::vector<double>& grid, double value) {
-      const auto i = std::lower_bound(grid.begin(), grid.end(), value) - grid.begin();
-      return std::pair{std::max<ptrdiff_t>(0, i - kEmptyNeighbourhood),
-                       std::min<ptrdiff_t>(std::ssize(grid), i + kEmptyNeighbourhood + 1)};
-    };
-    const auto [block_low, block_high] = near(blocks, base.block);
-    const auto [group_low, group_high] = near(row_groups, base.row_group);
-    for (double empty = kLeastEmptyRatio; empty <= kMostEmptyRatio; empty *= kEmptyRatioStep) {
-      for (ptrdiff_t b = block_low; b < block_high; ++b) {
-        for (ptrdiff_t g = group_low; g < group_high; ++g) try_ratios({blocks[b], row_groups[g], empty});
-      }
-    }
-  }
-  // Refine each ratio in turn between its neighbours on the grid.
-  for (int pass = 0; pass < kRefinePasses; ++pass) {
-    at.block =
-        golden_section(std::log(at.block / kRatioStep), std::log(at.block * kRatioStep), [&](double block) {
-          return fit({block, at.row_group, at.empty}).squared_error;
-        });
-    if (at.row_group > 0) {
-      at.row_group = golden_section(std::log(at.row_group / kRowGroupRatioStep),
-                                    std::log(at.row_group * kRowGroupRatioStep), [&](double row_group) {
-                                      return fit({at.block, row_group, at.empty}).squared_error;
-                                    });
-    }
-    if (at.empty > 0) {
-      at.empty = golden_section(std::log(at.empty / kEmptyRatioStep), std::log(at.empty * kEmptyRatioStep),
-                                [&](double empty) {
-                                  return fit({at.block, at.row_group, empty}).squared_error;
-                                });
-    }
-    const KernelFit refined = fit(at);
-    if (refined.squared_error < best.squared_error) best = refined;
-  }
-  if (!std::isfinite(best.squared_error))
+                  [&](const AttentionSample* s) { return has_empty_blocks(tiling, gqa_ratio, *s); }))
+    search.empty_blocks();
+  search.refine();
+  if (!std::isfinite(search.best().squared_error))
     throw std::invalid_argument("attention fit: the launches do not determine the kernel's costs");
-  return best.cost;
+  return search.best().cost;
 }
 
 }  // namespace
