@@ -20,12 +20,17 @@ import sys
 KV_HEADS, GQA_RATIO, HEAD_DIM, KV_BYTES = 8, 4, 128, 2  # Llama-3.1-8B in bf16
 
 
-def splits_wanted(step, attention):
-    """1 when the unsplit kernel runs the step (attention_splits: two blocks per multiprocessor or more)."""
-    new = max(step["new_tokens"] if step["prefill_sequences"] else 0, 1 if step["decode_sequences"] else 0)
+def runs_unsplit(step, attention):
+    """Whether attention_splits (sim/core/attention_cost.cpp) gives the step one range per sequence: two
+    blocks per multiprocessor or more, or keys too few to split into ranges of min_split_keys."""
+    prefills, decodes = step["prefill_sequences"], step["decode_sequences"]
+    new = max(step["new_tokens"] if prefills else 0, 1 if decodes else 0)
+    total = max(step["cached_tokens"] + step["new_tokens"] if prefills else 0,
+                step["decode_context"] + 1 if decodes else 0)
     per_tile = max(1, attention["query_rows"] // GQA_RATIO)
-    blocks = math.ceil(new / per_tile) * KV_HEADS * (step["prefill_sequences"] + step["decode_sequences"])
-    return 1 if blocks >= 2 * attention["multiprocessors"] else 2
+    blocks = math.ceil(new / per_tile) * KV_HEADS * (prefills + decodes)
+    enough = 2 * attention["multiprocessors"]
+    return blocks >= enough or min(math.ceil(enough / blocks), total // attention["min_split_keys"]) <= 1
 
 
 def rows(calibration, hbm_bytes_per_s):
@@ -35,7 +40,7 @@ def rows(calibration, hbm_bytes_per_s):
     tile_s = kernel["key_tile_s"] + kernel["row_group_tile_s"]
     usable = hbm_bytes_per_s * calibration["hardware"]["gpu"]["memory_bandwidth_efficiency"]
     for step in calibration["measurements"]["steps"]:
-        if step["decode_sequences"] == 0 or splits_wanted(step, attention) != 1:
+        if step["decode_sequences"] == 0 or not runs_unsplit(step, attention):
             continue
         blocks = step["decode_sequences"] * KV_HEADS
         at_once = min(blocks, kernel["slots"])

@@ -21,7 +21,7 @@ def step(prefills, new, cached, decodes, context, predicted, measured):
 
 CALIBRATION = {
     "hardware": {"gpu": {"memory_bandwidth_efficiency": 0.5}},
-    "serving": {"attention": {"query_rows": 128, "multiprocessors": 132, "unsplit": KERNEL}},
+    "serving": {"attention": {"query_rows": 128, "multiprocessors": 132, "min_split_keys": 256, "unsplit": KERNEL}},
     "measurements": {"steps": [
         step(1, 2048, 0, 15, 1279, 0.009, 0.010),  # 64 tiles x 8 heads x 16 sequences: unsplit
         step(0, 0, 0, 4, 1023, 0.001, 0.001),       # 32 blocks < 264: the split kernel, left out
@@ -46,6 +46,13 @@ class DecodeBlockDemandTest(unittest.TestCase):
         self.assertEqual((blocks, at_once), (1600, 132))
         self.assertAlmostEqual(demand, 132 * per_block, delta=1)
         self.assertAlmostEqual(error, 0.1)
+
+    def test_a_decode_too_short_to_split_runs_unsplit(self):
+        # 8 blocks < 264, but 17 keys make no range of 256: attention_splits gives 1.
+        calibration = json.loads(json.dumps(CALIBRATION))
+        calibration["measurements"]["steps"] = [step(0, 0, 0, 1, 16, 0.001, 0.001)]
+        rows = list(decode_block_demand.rows(calibration, 4e12))
+        self.assertEqual([(blocks, at_once) for _, blocks, at_once, *_ in rows], [(8, 8)])
 
     def test_the_table_prints_one_line_a_step(self):
         with tempfile.TemporaryDirectory() as folder:

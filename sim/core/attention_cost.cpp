@@ -141,28 +141,44 @@ int attention_splits(int64_t sequences, int64_t max_new_tokens, int64_t max_tota
   return static_cast<int>(std::clamp<int64_t>(std::min(wanted, longest), 1, max_splits));
 }
 
+namespace {
+
+// The launch's longest new tokens and longest keys, which set its grid.
+struct LaunchExtent {
+  int64_t max_new = 0;
+  int64_t max_total = 0;
+};
+
+LaunchExtent extent_of(std::span<const AttentionSequence> step) {
+  LaunchExtent e;
+  for (const AttentionSequence& s : step) {
+    e.max_new = std::max(e.max_new, s.new_tokens);
+    e.max_total = std::max(e.max_total, s.context_tokens + s.new_tokens);
+  }
+  return e;
+}
+
+int splits_of(const AttentionCosts& costs, int kv_heads, int gqa_ratio, int64_t sequences, LaunchExtent e) {
+  return attention_splits(sequences, e.max_new, e.max_total, kv_heads, gqa_ratio, costs.query_rows,
+                          costs.multiprocessors, costs.max_splits, costs.min_split_keys);
+}
+
+}  // namespace
+
 int attention_launch_splits(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
                             std::span<const AttentionSequence> step) {
-  int64_t max_new = 0, max_total = 0;
-  for (const AttentionSequence& s : step) {
-    max_new = std::max(max_new, s.new_tokens);
-    max_total = std::max(max_total, s.context_tokens + s.new_tokens);
-  }
-  return attention_splits(static_cast<int64_t>(step.size()), max_new, max_total, kv_heads, gqa_ratio,
-                          costs.query_rows, costs.multiprocessors, costs.max_splits, costs.min_split_keys);
+  return splits_of(costs, kv_heads, gqa_ratio, static_cast<int64_t>(step.size()), extent_of(step));
 }
 
 double attention_launch_seconds(const AttentionCosts& costs, int kv_heads, int gqa_ratio,
                                 std::span<const AttentionSequence> step) {
   require_tiling(costs, kv_heads, gqa_ratio);
-  if (std::none_of(step.begin(), step.end(), [](const AttentionSequence& s) { return s.new_tokens > 0; }))
-    return 0;
-  const int splits = attention_launch_splits(costs, kv_heads, gqa_ratio, step);
+  const LaunchExtent extent = extent_of(step);
+  if (extent.max_new <= 0) return 0;
+  const int splits = splits_of(costs, kv_heads, gqa_ratio, static_cast<int64_t>(step.size()), extent);
   const AttentionKernelCost& kernel = splits == 1 ? costs.unsplit : costs.split;
   const int64_t per_tile = tokens_per_tile(costs.query_rows, gqa_ratio);
-  int64_t query_tiles = 0;  // every sequence's in the grid: the longest's
-  for (const AttentionSequence& s : step)
-    query_tiles = std::max(query_tiles, ceil_div(s.new_tokens, per_tile));
+  const int64_t query_tiles = ceil_div(extent.max_new, per_tile);  // every sequence's in the grid
   RunPlacer placer(kernel);
   for (const AttentionSequence& s : step) {
     // Split ranges are whole tiles of the split kernel's keys, the same for every query tile.
