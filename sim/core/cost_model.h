@@ -69,6 +69,12 @@ struct StepWork {
     decode_context += context_tokens;
     decode_contexts.push_back(context_tokens);
   }
+  // `count` sequences decoding a token each after `context_tokens` of KV in all, not itemized: enough
+  // for every cost model but the one that prices attention from the kernel's blocks.
+  void add_decodes(int64_t count, int64_t context_tokens) {
+    decodes += count;
+    decode_context += context_tokens;
+  }
   int64_t tokens() const;
   // Empties the work, keeping its buffers (the scheduler reuses one StepWork for every step).
   void clear() {
@@ -127,6 +133,8 @@ class CostModel {
   // The attention of the step's prefill chunks alone, as the serving terms price it (0 without them): the
   // part of a step that a power throttle slows by its own factor (PowerThrottle::attention_slowdown).
   double prefill_attention_seconds(const StepWork& work) const;
+  // Whether step_seconds needs each decode's context (StepWork::add_decode), not just their sum.
+  bool prices_each_decode() const { return step_costs_ && step_costs_->attention; }
 
   double kv_bytes_per_token() const { return kv_bytes_per_token_; }
   double achieved_flops() const { return achieved_flops_; }

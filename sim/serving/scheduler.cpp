@@ -1,6 +1,7 @@
 #include "sim/serving/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -52,6 +53,9 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
       events_(std::make_unique<EventCollector>(config_.cache_observer)) {
   state_.hits_since_sample.assign(tier_count(), 0);
   cache_.set_event_sink(events_.get());
+  // From totals, the decode KV's sum is the walk's to the byte only in whole bytes per token.
+  const double kv = cost_.kv_bytes_per_token();
+  may_run_decodes_ = !config_.list_decodes && !cost_.prices_each_decode() && kv == std::floor(kv);
 }
 
 Scheduler::~Scheduler() {
@@ -139,6 +143,7 @@ void Scheduler::admit_waiting() {
       refused_at_ = cache_.room_generation();
       break;
     }
+    end_decode_run();
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
@@ -292,6 +297,7 @@ void Scheduler::finish_loads() {
   bool any_landed = false;
   for (auto& seq : running_) {
     if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
+    if (!any_landed) end_decode_run();  // before the landing makes a decoder the run did not count
     seq->load.reset();
     any_landed = true;
     // From the admission, not from start_load: a backend whose cache call ran the load's copies
@@ -305,7 +311,11 @@ void Scheduler::finish_loads() {
     }
   }
   // Only a sequence whose load just landed can be left with nothing to do: the step completed the rest.
-  if (!any_landed) return;
+  if (any_landed) remove_completed();
+}
+
+// In batch order, as every step's completions are.
+void Scheduler::remove_completed() {
   std::erase_if(running_, [&](const auto& seq) {
     if (seq->loading() || seq->decoded < seq->request.output_tokens || !seq->prefill_done()) return false;
     complete(*seq);
@@ -326,6 +336,8 @@ void Scheduler::split_load_wait(const Sequence& seq) {
 // Decodes first, one token each; prefill chunks from the remaining budget, oldest first. Returns whether
 // the step has work; only then does it take the pending conversion time.
 bool Scheduler::plan_step() {
+  if (run_.steady) return plan_decode_run();
+  sync_decoders();
   StepPlan& plan = decision_.step;
   plan.decodes.clear();
   plan.prefills.clear();
@@ -337,7 +349,7 @@ bool Scheduler::plan_step() {
   for (const auto& seq : running_) {
     if (seq->decoding()) {
       const int64_t context = seq->context();
-      plan.decodes.push_back({seq->request.id, context});
+      if (config_.list_decodes) plan.decodes.push_back({seq->request.id, context});
       step_work_.add_decode(context);
       --budget;
     } else if (!seq->prefill_done() && (!seq->loading() || config_.layerwise_overlap)) {
@@ -353,6 +365,26 @@ bool Scheduler::plan_step() {
   }
   plan.tokens = config_.max_batch_tokens - budget;
   if (plan.tokens == 0) return false;
+  price_step();
+  return true;
+}
+
+// The next step of a decode run: the same decoders, each a token further (the walk's budget left nothing
+// to prefill the time before, and nothing has changed since).
+bool Scheduler::plan_decode_run() {
+  ++state_.decode_run_steps;
+  StepPlan& plan = decision_.step;
+  plan.prefills.clear();
+  step_work_.clear();
+  step_work_.add_decodes(run_.decoders, run_.context);
+  plan.tokens = run_.decoders;
+  price_step();
+  return true;
+}
+
+// The planned step's time, and the conversion work it takes over.
+void Scheduler::price_step() {
+  StepPlan& plan = decision_.step;
   plan.compute_s = cost_.step_seconds(step_work_);
   const std::optional<PowerThrottle> throttle = cost_.throttle();
   plan.heats_gpu = throttle && cost_.compute_bound(step_work_);
@@ -362,7 +394,6 @@ bool Scheduler::plan_step() {
   plan.conversion_s = conversion_s_;
   plan.seconds = plan.compute_s + plan.conversion_s;
   conversion_s_ = 0;
-  return true;
 }
 
 void Scheduler::finish_step() {
@@ -374,6 +405,10 @@ void Scheduler::finish_step() {
 
 // Advances every sequence by what the plan gave it: its prefill chunk, or one decoded token.
 void Scheduler::apply_step() {
+  if (run_.steady) {
+    apply_decode_run();
+    return;
+  }
   double now = backend_.now();
   const StepPlan& step = decision_.step;
   const std::vector<PrefillChunk>& chunks = step.prefills;
@@ -385,6 +420,7 @@ void Scheduler::apply_step() {
   // Added to per decode, in order, as the state's own field would be, but kept out of memory in the loop.
   double decode_kv_bytes = state_.decode_kv_bytes;
   const double kv_bytes_per_token = cost_.kv_bytes_per_token();
+  int64_t steps_left = INT64_MAX;  // until a decoder's last token
   for (auto& seq : running_) {
     Sequence& s = *seq;
     if (next_chunk < chunks.size() && chunks[next_chunk].request_id == s.request.id) {
@@ -402,16 +438,47 @@ void Scheduler::apply_step() {
     } else if (s.decoding()) {
       ++s.decoded;
       decode_kv_bytes += kv_bytes_per_token;
+      steps_left = std::min(steps_left, s.request.output_tokens - s.decoded);
     }
     any_done = any_done || (s.decoded >= s.request.output_tokens && !s.loading());
   }
   state_.decode_kv_bytes = decode_kv_bytes;
-  if (!any_done) return;
-  std::erase_if(running_, [&](const auto& seq) {
-    if (seq->decoded < seq->request.output_tokens || seq->loading()) return false;
-    complete(*seq);
-    return true;
-  });
+  if (any_done) {
+    remove_completed();
+  } else if (may_run_decodes_ && chunks.empty()) {
+    run_ = {.steady = true,
+            .decoders = step_work_.decodes,
+            .context = step_work_.decode_context + step_work_.decodes,
+            .pending = 0,
+            .steps_left = steps_left};
+  }
+}
+
+// A step of the decode run: each decoder's token counted in the totals alone, until one of them has its
+// last. The decode KV grows by whole bytes, so one addition gives what the walk's additions give.
+void Scheduler::apply_decode_run() {
+  ++run_.pending;
+  state_.decode_kv_bytes += cost_.kv_bytes_per_token() * static_cast<double>(run_.decoders);
+  run_.context += run_.decoders;
+  if (--run_.steps_left > 0) return;
+  end_decode_run();
+  remove_completed();
+}
+
+// Gives each decoder the tokens the run counted in its totals alone.
+void Scheduler::sync_decoders() {
+  if (run_.pending == 0) return;
+  for (auto& seq : running_) {
+    if (seq->decoding()) seq->decoded += run_.pending;
+  }
+  run_.pending = 0;
+}
+
+// The batch changes (an admission, a load landing, a completion, a preemption): the next step is planned
+// by the walk.
+void Scheduler::end_decode_run() {
+  sync_decoders();
+  run_.steady = false;
 }
 
 void Scheduler::complete(Sequence& seq) {
@@ -441,6 +508,7 @@ void Scheduler::fit_decode_kv() {
 }
 
 void Scheduler::preempt_newest() {
+  end_decode_run();
   std::unique_ptr<Sequence> seq = std::move(running_.back());
   running_.pop_back();
   if (seq->loading()) backend_.cancel_load(*seq->load);

@@ -73,6 +73,10 @@ struct SchedulerConfig {
   // (shared_tier.h). It counts as the tier after the cache's last, in records, tier_conversions and
   // tier_load_paths, and in the backend's loads and stores.
   SharedTier* shared_tier = nullptr;
+  // Whether StepPlan::decodes lists each decode (a GPU loop runs them). A simulator that only needs the
+  // step's time leaves it off: a run of decode-only steps is then planned and applied from the batch's
+  // totals, without visiting each sequence (see DecodeRun in scheduler.cpp).
+  bool list_decodes = true;
 };
 
 // The figures a sampler reads while the scheduler runs (it may reset the since-sample counters).
@@ -83,6 +87,8 @@ struct SchedulerState {
   std::vector<int64_t> hits_since_sample;  // hit tokens per tier since the last sample
   int64_t input_since_sample = 0;
   int64_t steps = 0;  // engine steps run
+  int64_t decode_run_steps =
+      0;              // of those, planned from a decode run's totals (SchedulerConfig::list_decodes)
   double busy_s = 0;  // the time those steps ran
 };
 
@@ -126,6 +132,12 @@ class Scheduler {
   bool plan_step();
   void apply_step();
   void complete(Sequence& seq);
+  bool plan_decode_run();
+  void price_step();
+  void apply_decode_run();
+  void remove_completed();
+  void sync_decoders();
+  void end_decode_run();
   void fit_decode_kv();
   void preempt_newest();
   RequestRecord& record(const Sequence& seq);
@@ -150,6 +162,17 @@ class Scheduler {
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
   StepWork step_work_;                              // plan_step()'s, its buffers kept between steps
   std::vector<const Sequence*> prefill_candidates_;  // plan_step()'s, likewise
+  // Decode-only steps whose decoders do not change, planned and applied from totals (the sequences' own
+  // `decoded` lag by `pending` steps until sync_decoders()). Only where exact: see may_run_decodes_.
+  struct DecodeRun {
+    bool steady = false;  // the next step, if nothing else changes, decodes these decoders alone
+    int64_t decoders = 0;
+    int64_t context = 0;     // their KV tokens summed, for the next step
+    int64_t pending = 0;     // steps not yet added to each decoder's `decoded`
+    int64_t steps_left = 0;  // steps until the first of them produces its last token
+  };
+  DecodeRun run_;
+  bool may_run_decodes_ = false;
   double step_started_s_ = 0;                       // when the step of the last kStep decision began
   int64_t reported_capacity_ = -1;                  // HBM's cache area as last told to the backend
   // The record of the queue's head when the cache last refused it (a record, not the Sequence's address,

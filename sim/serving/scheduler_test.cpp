@@ -766,5 +766,108 @@ TEST(Scheduler, ABackendRepeatingItsCacheCallsHoldsEveryBlockWhereTheCacheDoes) 
   }
 }
 
+// What one run of a workload did, step by step, for comparing two schedulers.
+struct RunTrace {
+  std::vector<std::vector<double>> steps;  // tokens, compute time, decode KV after, HBM cache capacity after
+  std::vector<std::vector<double>> records;
+  std::vector<uint64_t> completed;
+  std::vector<std::vector<double>> stores;
+  int64_t decode_run_steps = 0;
+};
+
+// Twelve requests sharing prefixes, half at once and half during the first steps, outputs of 2 to 40
+// tokens, under a 16-block HBM that decode growth overflows (preemptions), every load landing three
+// iterations after it starts; the step's time follows the decodes'
+// context (a roofline on the KV read, the card's weights negligible).
+RunTrace run_to_the_end(bool list_decodes, double bytes_per_token, bool first_tokens_on_landing = false) {
+  const std::vector<TierSpec> tiers = {tier("hbm", 16), tier("dram", 8)};
+  TieredCache cache(tiers);
+  ListDriver driver;
+  FakeBackend backend;
+  RequestLog records;
+  SchedulerState state;
+  ModelCard card;
+  card.layers = card.query_heads = card.kv_heads = 1;
+  card.head_dim = 64;
+  card.total_params = card.active_params = 1;
+  const CostModel cost(card, parse_hardware(load_config("h200", "configs/hardware")), bytes_per_token);
+  SchedulerConfig config;
+  config.kv_space_bytes = 16 * kBlockBytes;
+  config.tier_conversions.assign(2, {1e12, 1e12});
+  config.tier_load_paths.assign(2, {});
+  config.list_decodes = list_decodes;
+  config.layerwise_overlap = first_tokens_on_landing;
+  for (uint64_t i = 0; i < 12; ++i) {
+    Request r = request(i, 100 * (i % 3), 1 + static_cast<int64_t>(i % 2),
+                        2 + static_cast<int64_t>(i * 7 % 39), i < 6 ? 0 : 1e-9 * static_cast<double>(i));
+    r.prefilled_elsewhere = first_tokens_on_landing && i % 4 == 3;
+    driver.add(std::move(r));
+  }
+  Scheduler scheduler(config, cost, cache, driver, backend, records, state);
+  RunTrace trace;
+  std::vector<int> load_started;  // the iteration of each load's start: it lands three iterations later
+  for (int iteration = 0; !scheduler.finished() && iteration < 10000; ++iteration) {
+    const Decision& d = scheduler.decide();
+    load_started.resize(backend.loads.size(), iteration);
+    for (size_t l = 0; l < backend.loads.size(); ++l)
+      backend.loads[l].done = iteration >= load_started[l] + 3;
+    if (d.kind == Decision::Kind::kStep) {
+      backend.clock += d.step.seconds;
+      const std::vector<double> planned = {static_cast<double>(d.step.tokens), d.step.compute_s};
+      scheduler.finish_step();
+      trace.steps.push_back(planned);
+      trace.steps.back().push_back(state.decode_kv_bytes);
+      trace.steps.back().push_back(static_cast<double>(cache.tier(0).capacity_bytes));
+    } else if (d.kind == Decision::Kind::kWait && d.awaited_loads.empty() && d.next_arrival_s) {
+      backend.clock = *d.next_arrival_s;
+    } else if (d.kind == Decision::Kind::kWait) {
+      backend.clock += 1e-6;  // waiting for a load
+    }
+    scheduler.end_iteration();
+  }
+  EXPECT_TRUE(scheduler.finished());
+  for (const RequestRecord& r : records) {
+    trace.records.push_back({r.first_token_s, r.completion_s, static_cast<double>(r.preemptions),
+                             static_cast<double>(r.recomputed_tokens), r.prefill_s});
+  }
+  trace.completed = driver.completed;
+  for (const FakeBackend::Store& s : backend.stores)
+    trace.stores.push_back({static_cast<double>(s.from_tier), static_cast<double>(s.to_tier), s.bytes,
+                            static_cast<double>(s.cause)});
+  trace.decode_run_steps = state.decode_run_steps;
+  return trace;
+}
+
+// With first_tokens_on_landing, some first tokens come as a load lands, between steps: under layer-wise
+// overlap, and for requests prefilled elsewhere.
+void expect_decode_runs_make_the_walks_decisions(bool first_tokens_on_landing) {
+  const RunTrace walked = run_to_the_end(true, kBytesPerToken, first_tokens_on_landing);
+  const RunTrace ran = run_to_the_end(false, kBytesPerToken, first_tokens_on_landing);
+  EXPECT_EQ(walked.decode_run_steps, 0);
+  EXPECT_GT(ran.decode_run_steps, static_cast<int64_t>(ran.steps.size()) / 2) << "most steps are decode runs";
+  EXPECT_EQ(ran.steps, walked.steps);
+  EXPECT_EQ(ran.records, walked.records);
+  EXPECT_EQ(ran.completed, walked.completed);
+  EXPECT_EQ(ran.stores, walked.stores);
+  int64_t preemptions = 0;
+  for (const auto& r : ran.records) preemptions += static_cast<int64_t>(r[2]);
+  EXPECT_GT(preemptions, 0);
+  // Steps whose time differs from the one before: the decodes' context moves it.
+  EXPECT_NE(ran.steps[ran.steps.size() / 2][1], ran.steps[ran.steps.size() / 2 + 1][1]);
+}
+
+TEST(Scheduler, DecodeRunsMakeEveryDecisionTheWalkMakes) {
+  expect_decode_runs_make_the_walks_decisions(false);
+}
+
+TEST(Scheduler, DecodeRunsMakeTheWalksDecisionsWhenFirstTokensComeWithLoads) {
+  expect_decode_runs_make_the_walks_decisions(true);
+}
+
+// Whole bytes per token only: with 8.5, the decode KV's sum in one addition could differ from the walk's.
+TEST(Scheduler, NoDecodeRunWithFractionalBytesPerToken) {
+  EXPECT_EQ(run_to_the_end(false, 8.5).decode_run_steps, 0);
+}
+
 }  // namespace
 }  // namespace kvtier
