@@ -26,6 +26,31 @@ TEST(JsonRecord, FastScanAndLibraryAgreeOnTraceLines) {
   EXPECT_EQ(r.id_list("f"), (std::vector<uint64_t>{0, 18446744073709551615ULL}));
 }
 
+// The fast scan reads an id as it scans its digits; at the edges of what an id may be, it must read what
+// the library reads, or refuse what the library refuses.
+TEST(JsonRecord, AnIdListReadsAsTheLibraryReadsIt) {
+  auto ids = [](const char* line, bool library) -> std::string {
+    try {
+      JsonRecord r;
+      library ? r.parse_with_library(line) : r.parse(line);
+      std::string out;
+      for (uint64_t id : r.id_list("f")) out += std::to_string(id) + " ";
+      return out;
+    } catch (const TraceLineError& e) {
+      return "refused";
+    }
+  };
+  for (const char* line : {R"({"f": [0]})", R"({"f": [ 7 ,10, 200 ]})", R"({"f": [18446744073709551615]})",
+                           R"({"f": [18446744073709551616]})", R"({"f": [99999999999999999999]})",
+                           R"({"f": [01]})", R"({"f": [-1]})", R"({"f": [1.5]})", R"({"f": [1e3]})",
+                           R"({"f": [10E0]})", R"({"f": [1,]})", R"({"f": [1 2]})"}) {
+    EXPECT_EQ(ids(line, false), ids(line, true)) << line;
+  }
+  EXPECT_EQ(ids(R"({"f": [ 7 ,10, 200 ]})", false), "7 10 200 ");
+  EXPECT_EQ(ids(R"({"f": [18446744073709551615]})", false), "18446744073709551615 ");
+  EXPECT_EQ(ids(R"({"f": [01]})", false), "refused");
+}
+
 TEST(JsonRecord, LinesOutsideThePlainShapeStillParseThroughTheLibrary) {
   JsonRecord r;
   r.parse(R"({"prefix": "agent \"7\"", "n": 1})");  // an escape

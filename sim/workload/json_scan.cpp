@@ -62,6 +62,23 @@ class Scanner {
     return true;
   }
 
+  // A block id: a JSON integer of at most 64 bits and no sign, its value taken as its digits are scanned
+  // (ids are most of a trace's bytes). False, for the library to judge, on a sign, a fraction, an
+  // exponent, a leading zero or an overflow.
+  bool id(uint64_t& out) {
+    const char* start = p_;
+    uint64_t value = 0;
+    for (; p_ != end_ && is_digit(*p_); ++p_) {
+      if (__builtin_mul_overflow(value, 10u, &value) ||
+          __builtin_add_overflow(value, static_cast<uint64_t>(*p_ - '0'), &value))
+        return false;
+    }
+    if (p_ == start || (*start == '0' && p_ - start > 1)) return false;
+    if (p_ != end_ && (*p_ == '.' || *p_ == 'e' || *p_ == 'E')) return false;
+    out = value;
+    return true;
+  }
+
   bool literal(std::string_view word) {
     if (static_cast<size_t>(end_ - p_) < word.size() || std::string_view(p_, word.size()) != word)
       return false;
@@ -117,11 +134,8 @@ bool scan_id_list(Scanner& in, JsonRecord::Field& field) {
   if (in.take(']')) return true;
   while (true) {
     in.skip_space();
-    std::string_view token;
-    bool integral = false;
-    if (!in.number_token(token, integral) || !integral || token[0] == '-') return false;
     uint64_t id = 0;
-    if (std::from_chars(token.data(), token.data() + token.size(), id).ec != std::errc()) return false;
+    if (!in.id(id)) return false;
     field.ids.push_back(id);
     in.skip_space();
     if (in.take(']')) return true;
