@@ -54,6 +54,12 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
   state_.hits_since_sample.assign(tier_count(), 0);
   cache_.set_event_sink(events_.get());
   // From totals, the decode KV's sum is the walk's to the byte only in whole bytes per token.
+  for (int from = 0; from < cache_.tier_count(); ++from) {
+    for (int to = 0; to < cache_.tier_count(); ++to) {
+      const bool differ = cache_.tier(from).layout != cache_.tier(to).layout;
+      converts_.push_back(differ && (from == 0 || to == 0));
+    }
+  }
   const double kv = cost_.kv_bytes_per_token();
   may_run_decodes_ = !config_.list_decodes && !cost_.prices_each_decode() && kv == std::floor(kv);
 }
@@ -181,6 +187,7 @@ void Scheduler::receive_prefilled(Sequence& seq) {
   backend_.cache_admitted(seq.request.id, seq.request.block_ids, seq.recompute_tier);
   start_transfers(&seq);
   seq.load = backend_.receive_prefilled_kv(seq.request.id);
+  ++loading_;
   seq.prefilled = seq.request.input_tokens;
 }
 
@@ -237,9 +244,7 @@ void Scheduler::start_transfers(Sequence* waiter) {
       write_to_shared_tier(e.block, cause);
     if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
     if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
-    bool converts = cache_.tier(e.from_tier).layout != cache_.tier(e.to_tier).layout &&
-                    (e.from_tier == 0 || e.to_tier == 0);
-    if (converts) {
+    if (converts_[e.from_tier * cache_.tier_count() + e.to_tier]) {
       const ConversionRates& rates = config_.tier_conversions[e.from_tier == 0 ? e.to_tier : e.from_tier];
       double rate = e.to_tier == 0 ? rates.load_bytes_per_s : rates.store_bytes_per_s;
       conversion_s_ += static_cast<double>(e.from_bytes + e.to_bytes) / rate;
@@ -252,8 +257,10 @@ void Scheduler::start_transfers(Sequence* waiter) {
     backend_.start_store(e.from_tier, e.to_tier, bytes, cause);
   }
   if (waiter == nullptr) return;
-  if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; }))
+  if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; })) {
     waiter->load = backend_.start_load(load_bytes_, waiter->request.id);
+    ++loading_;
+  }
   waiter->load_weights.assign(load_bytes_.size(), 0);
   for (size_t t = 1; t < load_bytes_.size(); ++t) {
     if (load_bytes_[t] == 0) continue;
@@ -293,12 +300,14 @@ void Scheduler::convert_shared(double blocks, bool load) {
 }
 
 void Scheduler::finish_loads() {
+  if (loading_ == 0) return;
   double now = backend_.now();
   bool any_landed = false;
   for (auto& seq : running_) {
     if (!seq->loading() || !backend_.load_done(*seq->load)) continue;
     if (!any_landed) end_decode_run();  // before the landing makes a decoder the run did not count
     seq->load.reset();
+    --loading_;
     any_landed = true;
     // From the admission, not from start_load: a backend whose cache call ran the load's copies
     // (kvtier-hw serve) spent their time before the load was started.
@@ -511,7 +520,10 @@ void Scheduler::preempt_newest() {
   end_decode_run();
   std::unique_ptr<Sequence> seq = std::move(running_.back());
   running_.pop_back();
-  if (seq->loading()) backend_.cancel_load(*seq->load);
+  if (seq->loading()) {
+    backend_.cancel_load(*seq->load);
+    --loading_;
+  }
   seq->load.reset();
   if (seq->decoded > 1)
     state_.decode_kv_bytes -= cost_.kv_bytes_per_token() * static_cast<double>(seq->decoded - 1);

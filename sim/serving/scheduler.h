@@ -159,6 +159,10 @@ class Scheduler {
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // admitted: loading, prefilling or decoding
   std::vector<double> load_bytes_;                  // start_transfers()'s per-tier totals
+  // [from × tier_count + to]: a move between the cache's tiers converts on the GPU (to or from HBM, the
+  // layouts differing).
+  std::vector<uint8_t> converts_;
+  int64_t loading_ = 0;                             // sequences of the batch waiting for a load
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
   StepWork step_work_;                              // plan_step()'s, its buffers kept between steps
   std::vector<const Sequence*> prefill_candidates_;  // plan_step()'s, likewise
