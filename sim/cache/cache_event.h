@@ -53,12 +53,14 @@ class TrafficTotals {
 
   void add(const CacheEvent& e) {
     Flow& f = flows_[index(e.kind, e.from_tier, e.to_tier)];
+    ++blocks_;
     ++f.blocks;
     f.from_bytes += e.from_bytes;
     f.to_bytes += e.to_bytes;
   }
   // Adds another cache's totals (of as many tiers).
   void add(const TrafficTotals& other) {
+    blocks_ += other.blocks_;
     for (size_t i = 0; i < flows_.size(); ++i) {
       flows_[i].blocks += other.flows_[i].blocks;
       flows_[i].from_bytes += other.flows_[i].from_bytes;
@@ -69,6 +71,8 @@ class TrafficTotals {
     return flows_[index(kind, from_tier, to_tier)];
   }
   int tiers() const { return tiers_; }
+  // Events of every kind, each counted once.
+  int64_t blocks() const { return blocks_; }
 
  private:
   size_t index(CacheEventKind kind, int from, int to) const {
@@ -76,6 +80,7 @@ class TrafficTotals {
   }
 
   int tiers_;
+  int64_t blocks_ = 0;
   std::vector<Flow> flows_;
 };
 

@@ -52,13 +52,20 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
       state_(state),
       events_(std::make_unique<EventCollector>(config_.cache_observer)) {
   state_.hits_since_sample.assign(tier_count(), 0);
-  cache_.set_event_sink(events_.get());
   // From totals, the decode KV's sum is the walk's to the byte only in whole bytes per token.
   for (int from = 0; from < cache_.tier_count(); ++from) {
     for (int to = 0; to < cache_.tier_count(); ++to) {
       const bool differ = cache_.tier(from).layout != cache_.tier(to).layout;
       converts_.push_back(differ && (from == 0 || to == 0));
     }
+  }
+  moves_by_flow_ = !config_.store_each_block && config_.shared_tier == nullptr &&
+                   config_.cache_observer == nullptr &&
+                   std::ranges::none_of(converts_, [](uint8_t c) { return c; });
+  if (moves_by_flow_) {
+    moved_ = cache_.traffic();
+  } else {
+    cache_.set_event_sink(events_.get());
   }
   const double kv = cost_.kv_bytes_per_token();
   may_run_decodes_ = !config_.list_decodes && !cost_.prices_each_decode() && kv == std::floor(kv);
@@ -239,22 +246,10 @@ void Scheduler::start_transfers(Sequence* waiter) {
   const int64_t cause = waiter != nullptr ? static_cast<int64_t>(waiter->request.id) : kNoRequest;
   load_bytes_.assign(tier_count(), 0);
   if (config_.shared_tier != nullptr) load_from_shared_tier(waiter);
-  for (const CacheEvent& e : events_->events) {
-    if (e.kind == CacheEventKind::kPlace && config_.shared_tier != nullptr)
-      write_to_shared_tier(e.block, cause);
-    if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
-    if (e.kind == CacheEventKind::kPromote && waiter != nullptr && waiter->recompute_tier[e.from_tier]) continue;
-    if (converts_[e.from_tier * cache_.tier_count() + e.to_tier]) {
-      const ConversionRates& rates = config_.tier_conversions[e.from_tier == 0 ? e.to_tier : e.from_tier];
-      double rate = e.to_tier == 0 ? rates.load_bytes_per_s : rates.store_bytes_per_s;
-      conversion_s_ += static_cast<double>(e.from_bytes + e.to_bytes) / rate;
-    }
-    double bytes = static_cast<double>(e.from_tier == 0 ? e.to_bytes : e.from_bytes);
-    if (e.kind == CacheEventKind::kPromote) {
-      load_bytes_[e.from_tier] += bytes;
-      continue;
-    }
-    backend_.start_store(e.from_tier, e.to_tier, bytes, cause);
+  if (moves_by_flow_) {
+    move_flows(waiter, cause);
+  } else {
+    move_events(waiter, cause);
   }
   if (waiter == nullptr) return;
   if (std::any_of(load_bytes_.begin() + 1, load_bytes_.end(), [](double b) { return b != 0; })) {
@@ -269,6 +264,57 @@ void Scheduler::start_transfers(Sequence* waiter) {
         priced ? config_.tier_load_paths[t].latency + load_bytes_[t] / config_.tier_load_paths[t].bandwidth
                : load_bytes_[t];  // no path given: by bytes
   }
+}
+
+// Whether `waiter` loads a promotion from `tier` (it may recompute that tier's hits instead).
+bool Scheduler::loads_from(const Sequence* waiter, int tier) const {
+  return waiter == nullptr || !waiter->recompute_tier[tier];
+}
+
+void Scheduler::move_events(Sequence* waiter, int64_t cause) {
+  for (const CacheEvent& e : events_->events) {
+    if (e.kind == CacheEventKind::kPlace && config_.shared_tier != nullptr)
+      write_to_shared_tier(e.block, cause);
+    if (e.kind == CacheEventKind::kPlace || e.kind == CacheEventKind::kDrop) continue;
+    if (e.kind == CacheEventKind::kPromote && !loads_from(waiter, e.from_tier)) continue;
+    if (converts_[e.from_tier * cache_.tier_count() + e.to_tier]) {
+      const ConversionRates& rates = config_.tier_conversions[e.from_tier == 0 ? e.to_tier : e.from_tier];
+      double rate = e.to_tier == 0 ? rates.load_bytes_per_s : rates.store_bytes_per_s;
+      conversion_s_ += static_cast<double>(e.from_bytes + e.to_bytes) / rate;
+    }
+    double bytes = static_cast<double>(e.from_tier == 0 ? e.to_bytes : e.from_bytes);
+    if (e.kind == CacheEventKind::kPromote) {
+      load_bytes_[e.from_tier] += bytes;
+      continue;
+    }
+    backend_.start_store(e.from_tier, e.to_tier, bytes, cause);
+  }
+}
+
+// The same from the cache's totals since the last call: a flow's blocks move as one load part or one
+// store. Sums of whole bytes, so each tier's load and each path's queue get what the events would give.
+void Scheduler::move_flows(Sequence* waiter, int64_t cause) {
+  const TrafficTotals& now = cache_.traffic();
+  if (now.blocks() == moved_.blocks()) return;
+  const int tiers = cache_.tier_count();
+  for (const CacheEventKind kind :
+       {CacheEventKind::kPromote, CacheEventKind::kWriteThrough, CacheEventKind::kDemote}) {
+    for (int from = 0; from < tiers; ++from) {
+      for (int to = 0; to < tiers; ++to) {
+        const TrafficTotals::Flow& flow = now.flow(kind, from, to);
+        const TrafficTotals::Flow& before = moved_.flow(kind, from, to);
+        if (flow.blocks == before.blocks) continue;
+        const auto bytes = static_cast<double>(from == 0 ? flow.to_bytes - before.to_bytes
+                                                         : flow.from_bytes - before.from_bytes);
+        if (kind != CacheEventKind::kPromote) {
+          backend_.start_store(from, to, bytes, cause);
+        } else if (loads_from(waiter, from)) {
+          load_bytes_[from] += bytes;
+        }
+      }
+    }
+  }
+  moved_ = now;
 }
 
 // The shared tier's part of a load: the waiter's blocks it holds (unless recomputed). Its layout converts to

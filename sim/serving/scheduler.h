@@ -77,6 +77,10 @@ struct SchedulerConfig {
   // step's time leaves it off: a run of decode-only steps is then planned and applied from the batch's
   // totals, without visiting each sequence (see DecodeRun in scheduler.cpp).
   bool list_decodes = true;
+  // Whether the backend takes each block's store apart (it records them one by one). Off, the stores of
+  // one cache call arrive one per path and kind, their bytes summed, where that changes nothing else: no
+  // shared tier, no cache observer and no conversion between the tiers' layouts.
+  bool store_each_block = true;
 };
 
 // The figures a sampler reads while the scheduler runs (it may reset the since-sample counters).
@@ -127,6 +131,9 @@ class Scheduler {
   void count_hits(Sequence& seq);
   void choose_loads(Sequence& seq);
   void start_transfers(Sequence* waiter);
+  void move_events(Sequence* waiter, int64_t cause);
+  void move_flows(Sequence* waiter, int64_t cause);
+  bool loads_from(const Sequence* waiter, int tier) const;
   void finish_loads();
   void split_load_wait(const Sequence& seq);
   bool plan_step();
@@ -162,7 +169,11 @@ class Scheduler {
   // [from × tier_count + to]: a move between the cache's tiers converts on the GPU (to or from HBM, the
   // layouts differing).
   std::vector<uint8_t> converts_;
-  int64_t loading_ = 0;                             // sequences of the batch waiting for a load
+  int64_t loading_ = 0;  // sequences of the batch waiting for a load
+  // The cache's events taken as totals per flow (SchedulerConfig::store_each_block), and the totals
+  // already moved.
+  bool moves_by_flow_ = false;
+  TrafficTotals moved_;
   double conversion_s_ = 0;                         // (de)quantize work to add to the next step
   StepWork step_work_;                              // plan_step()'s, its buffers kept between steps
   std::vector<const Sequence*> prefill_candidates_;  // plan_step()'s, likewise

@@ -772,14 +772,17 @@ struct RunTrace {
   std::vector<std::vector<double>> records;
   std::vector<uint64_t> completed;
   std::vector<std::vector<double>> stores;
+  std::map<std::pair<int, int>, double> store_bytes;  // by path
+  std::vector<std::vector<double>> loads;              // each load's bytes by tier
   int64_t decode_run_steps = 0;
 };
 
-// Twelve requests sharing prefixes, half at once and half during the first steps, outputs of 2 to 40
-// tokens, under a 16-block HBM that decode growth overflows (preemptions), every load landing three
+// 24 requests on six chains of 1 to 4 blocks, half at once and half during the first steps, outputs of 2
+// to 40 tokens, under a 16-block HBM that decode growth overflows (preemptions), every load landing three
 // iterations after it starts; the step's time follows the decodes'
 // context (a roofline on the KV read, the card's weights negligible).
-RunTrace run_to_the_end(bool list_decodes, double bytes_per_token, bool first_tokens_on_landing = false) {
+RunTrace run_to_the_end(bool list_decodes, double bytes_per_token, bool first_tokens_on_landing = false,
+                        bool store_each_block = true) {
   const std::vector<TierSpec> tiers = {tier("hbm", 16), tier("dram", 8)};
   TieredCache cache(tiers);
   ListDriver driver;
@@ -797,9 +800,10 @@ RunTrace run_to_the_end(bool list_decodes, double bytes_per_token, bool first_to
   config.tier_load_paths.assign(2, {});
   config.list_decodes = list_decodes;
   config.layerwise_overlap = first_tokens_on_landing;
-  for (uint64_t i = 0; i < 12; ++i) {
-    Request r = request(i, 100 * (i % 3), 1 + static_cast<int64_t>(i % 2),
-                        2 + static_cast<int64_t>(i * 7 % 39), i < 6 ? 0 : 1e-9 * static_cast<double>(i));
+  config.store_each_block = store_each_block;
+  for (uint64_t i = 0; i < 24; ++i) {
+    Request r = request(i, 100 * (i % 6), 1 + static_cast<int64_t>(i % 4), 2 + static_cast<int64_t>(i * 7 % 39),
+                        i < 12 ? 0 : 1e-9 * static_cast<double>(i));
     r.prefilled_elsewhere = first_tokens_on_landing && i % 4 == 3;
     driver.add(std::move(r));
   }
@@ -831,9 +835,12 @@ RunTrace run_to_the_end(bool list_decodes, double bytes_per_token, bool first_to
                              static_cast<double>(r.recomputed_tokens), r.prefill_s});
   }
   trace.completed = driver.completed;
-  for (const FakeBackend::Store& s : backend.stores)
+  for (const FakeBackend::Store& s : backend.stores) {
     trace.stores.push_back({static_cast<double>(s.from_tier), static_cast<double>(s.to_tier), s.bytes,
                             static_cast<double>(s.cause)});
+    trace.store_bytes[{s.from_tier, s.to_tier}] += s.bytes;
+  }
+  for (const FakeBackend::Load& l : backend.loads) trace.loads.push_back(l.bytes_by_tier);
   trace.decode_run_steps = state.decode_run_steps;
   return trace;
 }
@@ -862,6 +869,22 @@ TEST(Scheduler, DecodeRunsMakeEveryDecisionTheWalkMakes) {
 
 TEST(Scheduler, DecodeRunsMakeTheWalksDecisionsWhenFirstTokensComeWithLoads) {
   expect_decode_runs_make_the_walks_decisions(true);
+}
+
+// A backend that queues stores by their bytes alone gets a cache call's stores summed per path: the
+// same bytes on every path, the same loads and the same run, in fewer calls.
+TEST(Scheduler, StoresByFlowMoveWhatEachBlocksStoreMoves) {
+  const RunTrace each = run_to_the_end(true, kBytesPerToken, true, true);
+  const RunTrace flows = run_to_the_end(true, kBytesPerToken, true, false);
+  EXPECT_EQ(flows.steps, each.steps);
+  EXPECT_EQ(flows.records, each.records);
+  EXPECT_EQ(flows.loads, each.loads);
+  EXPECT_EQ(flows.store_bytes, each.store_bytes);
+  ASSERT_FALSE(each.store_bytes.empty());
+  EXPECT_LT(flows.stores.size(), each.stores.size()) << "several blocks' stores in one call";
+  bool loads_from_dram = false;
+  for (const auto& load : each.loads) loads_from_dram = loads_from_dram || (load.size() > 1 && load[1] > 0);
+  EXPECT_TRUE(loads_from_dram);
 }
 
 // Whole bytes per token only: with 8.5, the decode KV's sum in one addition could differ from the walk's.

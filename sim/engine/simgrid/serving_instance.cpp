@@ -22,6 +22,12 @@ std::vector<std::string> tier_paths(const std::vector<std::string>& names) {
   return paths;
 }
 
+// transfers.csv has a row per stored block; without it, the store queues need only each path's bytes.
+SchedulerConfig stores_by_block(SchedulerConfig config, bool logged) {
+  config.store_each_block = logged;
+  return config;
+}
+
 }  // namespace
 
 ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, Platform& platform,
@@ -36,7 +42,8 @@ ServingInstance::ServingInstance(InstanceConfig config, const CostModel& cost, P
       transfers_(transfers),
       stores_(platform, transfers),
       heat_(cost.throttle().value_or(PowerThrottle{})),
-      scheduler_(std::move(config), cost, cache, driver, *this, records, state_) {}
+      scheduler_(stores_by_block(std::move(config), transfers != nullptr), cost, cache, driver, *this,
+                 records, state_) {}
 
 // The step's compute at the GPU's present heat (the time since the last step cooled it), then its
 // conversions, which are memory-bound.
