@@ -51,12 +51,12 @@ class TrafficTotals {
   explicit TrafficTotals(int tiers = 0)
       : tiers_(tiers), flows_(kCacheEventKinds * (tiers + 1) * (tiers + 1)) {}
 
-  void add(const CacheEvent& e) {
-    Flow& f = flows_[index(e.kind, e.from_tier, e.to_tier)];
+  void add(CacheEventKind kind, int from_tier, int to_tier, int64_t from_bytes, int64_t to_bytes) {
+    Flow& f = flows_[index(kind, from_tier, to_tier)];
     ++blocks_;
     ++f.blocks;
-    f.from_bytes += e.from_bytes;
-    f.to_bytes += e.to_bytes;
+    f.from_bytes += from_bytes;
+    f.to_bytes += to_bytes;
   }
   // Adds another cache's totals (of as many tiers).
   void add(const TrafficTotals& other) {

@@ -62,14 +62,10 @@ uint32_t TieredCache::intern_block(uint64_t id, uint32_t parent) {
 }
 
 void TieredCache::emit(CacheEventKind kind, uint32_t slot, int from, int to) {
-  CacheEvent event{kind,
-                   blocks_[slot].id,
-                   from,
-                   to,
-                   from >= 0 ? tiers_[from].block_bytes : 0,
-                   to >= 0 ? tiers_[to].block_bytes : 0};
-  traffic_.add(event);
-  if (sink_ != nullptr) sink_->on_event(event);
+  const int64_t from_bytes = from >= 0 ? tiers_[from].block_bytes : 0;
+  const int64_t to_bytes = to >= 0 ? tiers_[to].block_bytes : 0;
+  traffic_.add(kind, from, to, from_bytes, to_bytes);
+  if (sink_ != nullptr) sink_->on_event({kind, blocks_[slot].id, from, to, from_bytes, to_bytes});
 }
 
 // Tells the policy whether the block may be a victim: not while pinned, nor (prefix-aware) while an
