@@ -198,6 +198,7 @@ bool TieredCache::admit_chain(std::span<const uint32_t> chain, Admission& out) {
     new_pins += block.pins == 0;
     missing += !in_tier(0, chain[position]);
   }
+  out.new_pins = new_pins;
   if (tiers_[0].pinned + new_pins > tiers_[0].capacity_blocks) {
     out.slots.clear();
     return false;

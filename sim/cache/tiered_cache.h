@@ -42,6 +42,9 @@ struct PrefixHit {
 // The result of admit(): what hit and where, and the handle release() needs.
 struct Admission {
   bool admitted = false;
+  // The blocks of the request that no running request pins: what it pins anew in tier 0. Set whether or
+  // not it was admitted (refused: they would not fit beside the pinned blocks).
+  int64_t new_pins = 0;
   PrefixHit prefix;
   std::vector<uint32_t> slots;  // the request's distinct blocks in chain order (internal handle)
 };

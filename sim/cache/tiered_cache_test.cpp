@@ -90,11 +90,13 @@ TEST(TieredCache, AdmissionThatDoesNotFitChangesNothing) {
   Admission second;
   EXPECT_FALSE(cache.admit(std::vector<uint64_t>{4, 5}, second));  // 3 pinned + 2 new > 4
   EXPECT_FALSE(second.admitted);
+  EXPECT_EQ(second.new_pins, 2);
   EXPECT_EQ(sink.events.size(), events);
   EXPECT_EQ(cache.used_blocks(0), 3);
   EXPECT_EQ(cache.pinned_blocks(0), 3);
   EXPECT_FALSE(cache.contains(0, 4));
   EXPECT_TRUE(cache.admit(std::vector<uint64_t>{1, 2, 3, 4}, second));  // shares the pinned blocks
+  EXPECT_EQ(second.new_pins, 1);
   EXPECT_EQ(second.prefix.hit_blocks, 3);
   EXPECT_EQ(cache.pinned_blocks(0), 4);
 }
@@ -144,6 +146,49 @@ TEST(TieredCache, ARefusedAdmissionStaysRefusedUntilTheRoomGenerationMoves) {
       ASSERT_FALSE(cache.admit(refused, retry)) << "trial " << trial << ", operation " << op;
     }
   }
+}
+
+// The scheduler also skips a retry while the refusal's new pins do not fit beside the pinned blocks, as
+// long as nothing was admitted since: releases and capacity changes alone can only add to what the
+// refused chain would pin anew.
+TEST(TieredCache, ARefusalsNewPinsBoundItsRetriesWhileNothingIsAdmitted) {
+  std::mt19937_64 random(11);
+  auto pick = [&](int64_t n) { return static_cast<int64_t>(random() % static_cast<uint64_t>(n)); };
+  int64_t bounded = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    TieredCache cache({make_tier("hbm", 12), make_tier("dram", 16)});
+    const int64_t block_bytes = cache.tier(0).bytes_per_block();
+    std::vector<Admission> running;
+    std::vector<uint64_t> refused;
+    int64_t refused_pins = 0;
+    for (int op = 0; op < 200; ++op) {
+      std::vector<uint64_t> chain;  // ids 1-4 shared by many chains, the rest mostly their own
+      for (int64_t b = 0, n = 1 + pick(6); b < n; ++b) chain.push_back(b < 2 ? 1 + pick(4) : 10 + pick(40));
+      const int64_t kind = pick(4);
+      if (kind == 0 && !running.empty()) {
+        size_t i = static_cast<size_t>(pick(static_cast<int64_t>(running.size())));
+        cache.release(running[i]);
+        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (kind == 1) {
+        ASSERT_TRUE(cache.set_capacity(0, std::max(cache.pinned_blocks(0), 4 + pick(10)) * block_bytes));
+      } else {
+        Admission admission;
+        if (cache.admit(chain, admission)) {
+          running.push_back(std::move(admission));
+          refused.clear();  // pins were added: the refusal bounds nothing now
+        } else if (refused.empty()) {
+          refused = chain;
+          refused_pins = admission.new_pins;
+        }
+      }
+      if (refused.empty() || cache.pinned_blocks(0) + refused_pins <= cache.capacity_blocks(0)) continue;
+      ++bounded;
+      Admission retry;
+      ASSERT_FALSE(cache.admit(refused, retry)) << "trial " << trial << ", operation " << op;
+      EXPECT_GE(retry.new_pins, refused_pins);
+    }
+  }
+  EXPECT_GT(bounded, 100);
 }
 
 TEST(TieredCache, PinnedBlocksAreNeverEvicted) {

@@ -150,16 +150,25 @@ void Scheduler::reject(Sequence& seq) {
 void Scheduler::admit_waiting() {
   while (!waiting_.empty() && running_count() < config_.max_running) {
     Sequence& head = *waiting_.front();
-    if (head.record == refused_record_ && cache_.room_generation() == refused_at_) break;
+    if (head.record == refused_record_ && !may_fit_now(head)) break;
     if (!admit(head)) {
       refused_record_ = head.record;
       refused_at_ = cache_.room_generation();
       break;
     }
+    refused_record_ = SIZE_MAX;  // blocks were pinned: what a refusal saw no longer bounds anything
     end_decode_run();
     running_.push_back(std::move(waiting_.front()));
     waiting_.pop_front();
   }
+}
+
+// Whether the refused head may fit now. Nothing has been pinned since its refusal (admissions go in
+// order, and any admission forgets the refusal), so the blocks it would pin anew can only have grown:
+// where those of the refusal do not fit beside HBM's pinned blocks, the admission would fail again.
+bool Scheduler::may_fit_now(const Sequence& head) const {
+  return cache_.room_generation() != refused_at_ &&
+         cache_.pinned_blocks(0) + head.admission.new_pins <= cache_.capacity_blocks(0);
 }
 
 bool Scheduler::admit(Sequence& seq) {

@@ -127,6 +127,7 @@ class Scheduler {
   void reject(Sequence& seq);
   void admit_waiting();
   bool admit(Sequence& seq);
+  bool may_fit_now(const Sequence& head) const;
   void receive_prefilled(Sequence& seq);
   void count_hits(Sequence& seq);
   void choose_loads(Sequence& seq);
