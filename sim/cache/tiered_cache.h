@@ -119,7 +119,12 @@ class TieredCache {
   bool evict_one(int t);
   int demotion_target(int from, uint32_t slot);
   bool parent_cached(uint32_t slot) const;
-  void write_through(int from, uint32_t slot);
+  // Copies the block to the write-through tiers right below `from` (most configurations have none).
+  void write_through(int from, uint32_t slot) {
+    if (from + 1 < tier_count() && tiers_[from + 1].spec.write == WriteMode::kThrough)
+      copy_through(from, slot);
+  }
+  void copy_through(int from, uint32_t slot);
   void bring_to_tier0(uint32_t slot, bool leading_hit);
   void drop_orphans(uint32_t slot);
   void fill_prefix(std::span<const uint32_t> slots, PrefixHit& out) const;

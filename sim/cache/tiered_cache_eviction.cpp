@@ -58,7 +58,7 @@ bool TieredCache::parent_cached(uint32_t slot) const {
   return parent == kNoSlot || blocks_[parent].tier_mask != 0;
 }
 
-void TieredCache::write_through(int from, uint32_t slot) {
+void TieredCache::copy_through(int from, uint32_t slot) {
   for (int k = from + 1; k < tier_count() && tiers_[k].spec.write == WriteMode::kThrough; ++k) {
     if (in_tier(k, slot) || blocks_[slot].seen < tiers_[k].spec.admit_after) continue;
     if (!make_room_for(k, slot) || !in_tier(from, slot)) continue;
