@@ -52,13 +52,14 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
       state_(state),
       events_(std::make_unique<EventCollector>(config_.cache_observer)) {
   state_.hits_since_sample.assign(tier_count(), 0);
-  // From totals, the decode KV's sum is the walk's to the byte only in whole bytes per token.
   for (int from = 0; from < cache_.tier_count(); ++from) {
     for (int to = 0; to < cache_.tier_count(); ++to) {
       const bool differ = cache_.tier(from).layout != cache_.tier(to).layout;
       converts_.push_back(differ && (from == 0 || to == 0));
     }
   }
+  // Single events matter to a backend that logs each store, to a shared tier or an observer, and to
+  // conversions, whose time is summed event by event.
   moves_by_flow_ = !config_.store_each_block && config_.shared_tier == nullptr &&
                    config_.cache_observer == nullptr &&
                    std::ranges::none_of(converts_, [](uint8_t c) { return c; });
@@ -67,6 +68,7 @@ Scheduler::Scheduler(SchedulerConfig config, const CostModel& cost, TieredCache&
   } else {
     cache_.set_event_sink(events_.get());
   }
+  // From totals, the decode KV's sum is the walk's to the byte only in whole bytes per token.
   const double kv = cost_.kv_bytes_per_token();
   may_run_decodes_ = !config_.list_decodes && !cost_.prices_each_decode() && kv == std::floor(kv);
 }
