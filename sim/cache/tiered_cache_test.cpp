@@ -101,94 +101,90 @@ TEST(TieredCache, AdmissionThatDoesNotFitChangesNothing) {
   EXPECT_EQ(cache.pinned_blocks(0), 4);
 }
 
-// The scheduler retries a refused admission only once room_generation() has moved. So, whatever happens in
-// between (other admissions, a shrinking HBM, evictions), while it has not moved a refused chain must stay
-// refused; and a release or a growing tier 0 must move it.
-TEST(TieredCache, ARefusedAdmissionStaysRefusedUntilTheRoomGenerationMoves) {
-  std::mt19937_64 random(7);
-  auto pick = [&](int64_t n) { return static_cast<int64_t>(random() % static_cast<uint64_t>(n)); };
-  for (int trial = 0; trial < 50; ++trial) {
-    TieredCache cache({make_tier("hbm", 12), make_tier("dram", 16)});
-    const int64_t block_bytes = cache.tier(0).bytes_per_block();
-    std::vector<Admission> running;
-    std::vector<uint64_t> refused;
-    uint64_t refused_at = 0;
-    for (int op = 0; op < 200; ++op) {
-      std::vector<uint64_t> chain;  // ids 1-4 shared by many chains, the rest mostly their own
-      for (int64_t b = 0, n = 1 + pick(6); b < n; ++b) chain.push_back(b < 2 ? 1 + pick(4) : 10 + pick(40));
-      const int64_t kind = pick(4);
-      const uint64_t before = cache.room_generation();
-      if (kind == 0 && !running.empty()) {
-        size_t i = static_cast<size_t>(pick(static_cast<int64_t>(running.size())));
-        cache.release(running[i]);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-        EXPECT_NE(cache.room_generation(), before);
-      } else if (kind == 1) {
-        const int64_t blocks = std::max(cache.pinned_blocks(0), 4 + pick(10));
-        const bool grows = blocks > cache.capacity_blocks(0);
-        ASSERT_TRUE(cache.set_capacity(0, blocks * block_bytes));
-        EXPECT_EQ(cache.room_generation() != before, grows);
-      } else {
-        Admission admission;
-        if (cache.admit(chain, admission)) {
-          running.push_back(std::move(admission));
-        } else if (refused.empty()) {
-          refused = chain;
-          refused_at = cache.room_generation();
-        }
-        EXPECT_EQ(cache.room_generation(), before);
-      }
-      if (refused.empty() || cache.room_generation() != refused_at) {
-        refused.clear();
-        continue;
-      }
-      Admission retry;
-      ASSERT_FALSE(cache.admit(refused, retry)) << "trial " << trial << ", operation " << op;
-    }
-  }
-}
+// Random operations on a 12-block HBM over a 16-block DRAM, for the refusal properties below.
+class RandomOps {
+ public:
+  enum class Op { kRelease, kResize, kAdmit, kRefuse };
 
-// The scheduler also skips a retry while the refusal's new pins do not fit beside the pinned blocks, as
-// long as nothing was admitted since: releases and capacity changes alone can only add to what the
-// refused chain would pin anew.
-TEST(TieredCache, ARefusalsNewPinsBoundItsRetriesWhileNothingIsAdmitted) {
-  std::mt19937_64 random(11);
-  auto pick = [&](int64_t n) { return static_cast<int64_t>(random() % static_cast<uint64_t>(n)); };
-  int64_t bounded = 0;
-  for (int trial = 0; trial < 50; ++trial) {
-    TieredCache cache({make_tier("hbm", 12), make_tier("dram", 16)});
-    const int64_t block_bytes = cache.tier(0).bytes_per_block();
-    std::vector<Admission> running;
-    std::vector<uint64_t> refused;
-    int64_t refused_pins = 0;
+  explicit RandomOps(uint64_t seed) : random_(seed) {}
+
+  // A release of a running admission, a resize of HBM (never below its pinned blocks) or an admission of
+  // a chain of 1 to 6 blocks (ids 1-4 shared by many chains, the rest mostly their own), which `chain`
+  // then holds, with the blocks it pinned or would have pinned anew in `new_pins`.
+  Op apply(std::vector<uint64_t>& chain, int64_t& new_pins) {
+    const int64_t kind = pick(4);
+    if (kind == 0 && !running_.empty()) {
+      const auto i = static_cast<std::ptrdiff_t>(pick(static_cast<int64_t>(running_.size())));
+      cache.release(running_[static_cast<size_t>(i)]);
+      running_.erase(running_.begin() + i);
+      return Op::kRelease;
+    }
+    if (kind == 1) {
+      const int64_t blocks = std::max(cache.pinned_blocks(0), 4 + pick(10));
+      EXPECT_TRUE(cache.set_capacity(0, blocks * cache.tier(0).bytes_per_block()));
+      return Op::kResize;
+    }
+    chain.clear();
+    for (int64_t b = 0, n = 1 + pick(6); b < n; ++b) chain.push_back(b < 2 ? 1 + pick(4) : 10 + pick(40));
+    Admission admission;
+    const bool admitted = cache.admit(chain, admission);
+    new_pins = admission.new_pins;
+    if (!admitted) return Op::kRefuse;
+    running_.push_back(std::move(admission));
+    return Op::kAdmit;
+  }
+
+  TieredCache cache{{make_tier("hbm", 12), make_tier("dram", 16)}};
+
+ private:
+  int64_t pick(int64_t n) { return static_cast<int64_t>(random_() % static_cast<uint64_t>(n)); }
+
+  std::mt19937_64 random_;
+  std::vector<Admission> running_;
+};
+
+// The scheduler retries a refused queue head only when it may fit. So, whatever happens in between (other
+// admissions, a shrinking HBM, evictions), a refused chain must stay refused
+//  - while room_generation() has not moved (and a release or a growing tier 0 must move it);
+//  - while nothing was admitted since and the blocks its refusal would have pinned anew do not fit beside
+//    the pinned blocks (releases and resizes alone can only add to those).
+TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
+  int64_t bounded_by_pins = 0;
+  for (uint64_t trial = 0; trial < 50; ++trial) {
+    RandomOps ops(7 + trial);
+    TieredCache& cache = ops.cache;
+    std::vector<uint64_t> chain, by_generation, by_pins;
+    uint64_t refused_at = 0;
+    int64_t new_pins = 0, refused_pins = 0;
     for (int op = 0; op < 200; ++op) {
-      std::vector<uint64_t> chain;  // ids 1-4 shared by many chains, the rest mostly their own
-      for (int64_t b = 0, n = 1 + pick(6); b < n; ++b) chain.push_back(b < 2 ? 1 + pick(4) : 10 + pick(40));
-      const int64_t kind = pick(4);
-      if (kind == 0 && !running.empty()) {
-        size_t i = static_cast<size_t>(pick(static_cast<int64_t>(running.size())));
-        cache.release(running[i]);
-        running.erase(running.begin() + static_cast<std::ptrdiff_t>(i));
-      } else if (kind == 1) {
-        ASSERT_TRUE(cache.set_capacity(0, std::max(cache.pinned_blocks(0), 4 + pick(10)) * block_bytes));
-      } else {
-        Admission admission;
-        if (cache.admit(chain, admission)) {
-          running.push_back(std::move(admission));
-          refused.clear();  // pins were added: the refusal bounds nothing now
-        } else if (refused.empty()) {
-          refused = chain;
-          refused_pins = admission.new_pins;
-        }
+      const uint64_t before = cache.room_generation();
+      const int64_t capacity = cache.capacity_blocks(0);
+      const RandomOps::Op done = ops.apply(chain, new_pins);
+      if (done == RandomOps::Op::kRelease) EXPECT_NE(cache.room_generation(), before);
+      if (done == RandomOps::Op::kResize)
+        EXPECT_EQ(cache.room_generation() != before, cache.capacity_blocks(0) > capacity);
+      if (done == RandomOps::Op::kAdmit || done == RandomOps::Op::kRefuse)
+        EXPECT_EQ(cache.room_generation(), before);
+      if (done == RandomOps::Op::kAdmit) by_pins.clear();
+      if (done == RandomOps::Op::kRefuse && by_generation.empty()) {
+        by_generation = chain;
+        refused_at = cache.room_generation();
       }
-      if (refused.empty() || cache.pinned_blocks(0) + refused_pins <= cache.capacity_blocks(0)) continue;
-      ++bounded;
+      if (done == RandomOps::Op::kRefuse && by_pins.empty()) {
+        by_pins = chain;
+        refused_pins = new_pins;
+      }
+      if (cache.room_generation() != refused_at) by_generation.clear();
       Admission retry;
-      ASSERT_FALSE(cache.admit(refused, retry)) << "trial " << trial << ", operation " << op;
+      if (!by_generation.empty())
+        ASSERT_FALSE(cache.admit(by_generation, retry)) << "trial " << trial << ", operation " << op;
+      if (by_pins.empty() || cache.pinned_blocks(0) + refused_pins <= cache.capacity_blocks(0)) continue;
+      ++bounded_by_pins;
+      ASSERT_FALSE(cache.admit(by_pins, retry)) << "trial " << trial << ", operation " << op;
       EXPECT_GE(retry.new_pins, refused_pins);
     }
   }
-  EXPECT_GT(bounded, 100);
+  EXPECT_GT(bounded_by_pins, 100);
 }
 
 TEST(TieredCache, PinnedBlocksAreNeverEvicted) {
