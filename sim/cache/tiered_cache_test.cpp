@@ -160,11 +160,13 @@ TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
       const uint64_t before = cache.room_generation();
       const int64_t capacity = cache.capacity_blocks(0);
       const RandomOps::Op done = ops.apply(chain, new_pins);
-      if (done == RandomOps::Op::kRelease) EXPECT_NE(cache.room_generation(), before);
-      if (done == RandomOps::Op::kResize)
+      if (done == RandomOps::Op::kRelease) {
+        EXPECT_NE(cache.room_generation(), before);
+      } else if (done == RandomOps::Op::kResize) {
         EXPECT_EQ(cache.room_generation() != before, cache.capacity_blocks(0) > capacity);
-      if (done == RandomOps::Op::kAdmit || done == RandomOps::Op::kRefuse)
+      } else {
         EXPECT_EQ(cache.room_generation(), before);
+      }
       if (done == RandomOps::Op::kAdmit) by_pins.clear();
       if (done == RandomOps::Op::kRefuse && by_generation.empty()) {
         by_generation = chain;
@@ -176,8 +178,9 @@ TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
       }
       if (cache.room_generation() != refused_at) by_generation.clear();
       Admission retry;
-      if (!by_generation.empty())
+      if (!by_generation.empty()) {
         ASSERT_FALSE(cache.admit(by_generation, retry)) << "trial " << trial << ", operation " << op;
+      }
       if (by_pins.empty() || cache.pinned_blocks(0) + refused_pins <= cache.capacity_blocks(0)) continue;
       ++bounded_by_pins;
       ASSERT_FALSE(cache.admit(by_pins, retry)) << "trial " << trial << ", operation " << op;
