@@ -402,7 +402,10 @@ void Scheduler::split_load_wait(const Sequence& seq) {
 // Decodes first, one token each; prefill chunks from the remaining budget, oldest first. Returns whether
 // the step has work; only then does it take the pending conversion time.
 bool Scheduler::plan_step() {
-  if (run_.steady) return plan_decode_run();
+  if (run_.steady) {
+    plan_decode_run();  // a run always has decoders: the step has work
+    return true;
+  }
   sync_decoders();
   StepPlan& plan = decision_.step;
   plan.decodes.clear();
@@ -437,7 +440,7 @@ bool Scheduler::plan_step() {
 
 // The next step of a decode run: the same decoders, each a token further (the walk's budget left nothing
 // to prefill the time before, and nothing has changed since).
-bool Scheduler::plan_decode_run() {
+void Scheduler::plan_decode_run() {
   ++state_.decode_run_steps;
   StepPlan& plan = decision_.step;
   plan.prefills.clear();
@@ -445,7 +448,6 @@ bool Scheduler::plan_decode_run() {
   step_work_.add_decodes(run_.decoders, run_.context);
   plan.tokens = run_.decoders;
   price_step();
-  return true;
 }
 
 // The planned step's time, and the conversion work it takes over.

@@ -140,7 +140,7 @@ class Scheduler {
   bool plan_step();
   void apply_step();
   void complete(Sequence& seq);
-  bool plan_decode_run();
+  void plan_decode_run();
   void price_step();
   void apply_decode_run();
   void remove_completed();
