@@ -16,19 +16,22 @@ namespace kvtier {
 
 inline constexpr uint32_t kNoSlot = UINT32_MAX;
 
-// Slots the link arrays hold before they must move: growing a vector copies it into fresh memory, and
-// every fresh page faults (several microseconds on a virtual machine). Reserved memory that no slot
-// reaches is never touched, so costs nothing but address space: 4 MiB for a link array, 40 MiB for the
+// Slots an array indexed by slot holds before it must move: growing a vector copies it into fresh memory,
+// and every fresh page faults (several microseconds on a virtual machine). Reserved memory that no slot
+// reaches is never touched, so costs nothing but address space: 8 MiB for a policy's links, 40 MiB for the
 // cache's block array. 2^20 slots hold the Mooncake sample's 38,788 distinct blocks 16 times over.
 inline constexpr size_t kReservedSlots = size_t{1} << 20;
 
+// An empty array indexed by slot, with kReservedSlots reserved (grown with cover_slot).
+template <typename T>
+std::vector<T> slot_array() {
+  std::vector<T> array;
+  array.reserve(kReservedSlots);
+  return array;
+}
+
 class SlotLists {
  public:
-  SlotLists() {
-    prev_.reserve(kReservedSlots);
-    next_.reserve(kReservedSlots);
-  }
-
   struct List {
     uint32_t head = kNoSlot;
     uint32_t tail = kNoSlot;
@@ -69,8 +72,8 @@ class SlotLists {
   }
 
  private:
-  std::vector<uint32_t> prev_;
-  std::vector<uint32_t> next_;
+  std::vector<uint32_t> prev_ = slot_array<uint32_t>();
+  std::vector<uint32_t> next_ = slot_array<uint32_t>();
 };
 
 }  // namespace kvtier

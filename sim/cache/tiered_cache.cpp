@@ -24,7 +24,6 @@ const char* event_kind_name(CacheEventKind kind) {
 
 TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int>(specs.size())) {
   if (specs.empty() || specs.size() > 32) throw std::invalid_argument("a cache has 1 to 32 tiers");
-  blocks_.reserve(kReservedSlots);  // no copy into fresh pages before this many blocks (slot_lists.h)
   for (TierSpec& spec : specs) {
     if (spec.block_tokens != specs[0].block_tokens || spec.bytes_per_block() <= 0) {
       throw std::invalid_argument("tier " + spec.name + ": every tier needs the same positive block size");
@@ -34,8 +33,6 @@ TieredCache::TieredCache(std::vector<TierSpec> specs) : traffic_(static_cast<int
     tier.capacity_blocks = spec.capacity_blocks();
     tier.policy = make_policy(spec.policy, spec.policy_options);
     tier.policy->set_capacity(tier.capacity_blocks);
-    tier.held.reserve(kReservedSlots);
-    if (spec.prefix_aware) tier.children.reserve(kReservedSlots);
     any_prefix_aware_ = any_prefix_aware_ || spec.prefix_aware;
     if (spec.recency_order == RecencyOrder::kLastBlockMostRecent) {
       released_in_request_order_ |= 1u << tiers_.size();

@@ -101,8 +101,10 @@ class TieredCache {
     int64_t used = 0;
     int64_t pinned = 0;
     std::unique_ptr<EvictionPolicy> policy;
-    std::vector<uint32_t> children;  // prefix-aware: unpinned children of the slot cached in this tier
-    std::vector<uint8_t> held;       // what the policy was told: 1 = held out of victim()'s reach
+    // Prefix-aware: unpinned children of the slot cached in this tier.
+    std::vector<uint32_t> children = slot_array<uint32_t>();
+    // What the policy was told: 1 = held out of victim()'s reach.
+    std::vector<uint8_t> held = slot_array<uint8_t>();
   };
 
   uint32_t intern_block(uint64_t id, uint32_t parent);
@@ -131,7 +133,7 @@ class TieredCache {
 
   std::vector<Tier> tiers_;
   DenseIdIndex index_;  // block id -> slot
-  std::vector<Block> blocks_;
+  std::vector<Block> blocks_ = slot_array<Block>();
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run
   std::vector<uint32_t> orphan_stack_;  // drop_orphans()

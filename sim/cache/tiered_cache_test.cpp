@@ -149,7 +149,7 @@ class RandomOps {
 //  - while nothing was admitted since and the blocks its refusal would have pinned anew do not fit beside
 //    the pinned blocks (releases and resizes alone can only add to those).
 TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
-  int64_t bounded_by_pins = 0;
+  int64_t bounded_by_generation = 0, bounded_by_pins = 0;
   for (uint64_t trial = 0; trial < 50; ++trial) {
     RandomOps ops(7 + trial);
     TieredCache& cache = ops.cache;
@@ -179,6 +179,7 @@ TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
       if (cache.room_generation() != refused_at) by_generation.clear();
       Admission retry;
       if (!by_generation.empty()) {
+        ++bounded_by_generation;
         ASSERT_FALSE(cache.admit(by_generation, retry)) << "trial " << trial << ", operation " << op;
       }
       if (by_pins.empty() || cache.pinned_blocks(0) + refused_pins <= cache.capacity_blocks(0)) continue;
@@ -187,6 +188,7 @@ TEST(TieredCache, ARefusedAdmissionStaysRefusedWhileNothingMadeRoomForIt) {
       EXPECT_GE(retry.new_pins, refused_pins);
     }
   }
+  EXPECT_GT(bounded_by_generation, 100);  // both properties were put to the test, many times
   EXPECT_GT(bounded_by_pins, 100);
 }
 

@@ -152,7 +152,7 @@ class ArcPolicy final : public EvictionPolicy {
   int64_t capacity_ = 0;
   double target_t1_ = 0.0;         // p in the paper
   bool arriving_from_b2_ = false;  // a block announced from B2 awaits insertion (REPLACE's tie rule)
-  std::vector<uint8_t> where_;
+  std::vector<uint8_t> where_ = slot_array<uint8_t>();
 };
 
 }  // namespace

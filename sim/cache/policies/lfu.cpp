@@ -50,8 +50,8 @@ class LfuPolicy final : public EvictionPolicy {
 
   SlotLists lists_;
   std::map<uint32_t, SlotLists::List> buckets_;  // frequency -> blocks, most recent first
-  std::vector<uint32_t> frequency_;
-  std::vector<uint8_t> evictable_;
+  std::vector<uint32_t> frequency_ = slot_array<uint32_t>();
+  std::vector<uint8_t> evictable_ = slot_array<uint8_t>();
 };
 
 }  // namespace

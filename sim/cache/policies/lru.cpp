@@ -34,7 +34,7 @@ class LruPolicy final : public EvictionPolicy {
 
   SlotLists lists_;
   SlotLists::List order_;
-  std::vector<uint8_t> state_;
+  std::vector<uint8_t> state_ = slot_array<uint8_t>();
 };
 
 }  // namespace

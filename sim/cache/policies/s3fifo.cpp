@@ -131,8 +131,8 @@ class S3FifoPolicy final : public EvictionPolicy {
   int64_t capacity_ = 0;
   int64_t ghost_limit_ = 0;
   bool moving_to_main_ = false;  // EVICTS evicted from an overfull M and S still has blocks to go through
-  std::vector<uint8_t> where_;
-  std::vector<uint8_t> frequency_;
+  std::vector<uint8_t> where_ = slot_array<uint8_t>();
+  std::vector<uint8_t> frequency_ = slot_array<uint8_t>();
 };
 
 }  // namespace
