@@ -75,7 +75,7 @@ void ServingInstance::pass(double seconds) {
 // SimGrid's links meanwhile, and nobody waits for them: the pump asks after them, catching up first, once
 // they could have landed, as it did before.
 bool ServingInstance::may_pass_alone(double until) const {
-  return others_next_wake_ != nullptr && until < *others_next_wake_ && loads_.empty();
+  return alone_at(until) && loads_.empty();
 }
 
 void ServingInstance::pump_stores() {
@@ -210,8 +210,12 @@ LoadHandle ServingInstance::start_load(std::span<const double> bytes_by_tier, ui
 
 void ServingInstance::start_copies(Load& load, std::span<const double> bytes_by_tier) {
   load.start_s = now();
+  load.earliest_landing_s = load.start_s;
   for (size_t t = 1; t < bytes_by_tier.size(); ++t) {
     if (bytes_by_tier[t] == 0) continue;
+    load.earliest_landing_s = std::max(
+        load.earliest_landing_s,
+        platform_.earliest_landing_s(tier_media_[t], tier_media_[0], bytes_by_tier[t], load.start_s));
     auto started = platform_.transfer(tier_media_[t], tier_media_[0], bytes_by_tier[t]);
     state_.transfers += static_cast<int64_t>(started.size());
     load.parts.push_back({static_cast<int>(t), bytes_by_tier[t], std::move(started)});
@@ -232,6 +236,8 @@ bool ServingInstance::load_done(LoadHandle handle) {
   auto it = loads_.find(handle);
   const Load& load = it->second;
   if (!load.waiting_bytes.empty()) return false;
+  // Asking SimGrid is a simcall: skipped while the answer is known to be no and nobody else can act now.
+  if (now() < load.earliest_landing_s && alone_at(now())) return false;
   for (const LoadPart& part : load.parts) {
     if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       return false;

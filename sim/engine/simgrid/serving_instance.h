@@ -65,7 +65,8 @@ class ServingInstance : private ServingBackend {
   // The instance runs beside one other actor only, which acts at nothing of the instance's and wakes next
   // at `*others_next_wake` (set before each of its sleeps). While no load is in flight, a step or an idle
   // wait that ends before that wake advances the instance's own clock instead of SimGrid's, which catches
-  // up, exactly, before the instance next needs it: a SimGrid round costs more than planning a step.
+  // up, exactly, before the instance next needs it: a SimGrid round costs more than planning a step. And
+  // a load is not asked after (a simcall) before it could have landed, alone on its links.
   void run_alone(const double* others_next_wake) { others_next_wake_ = others_next_wake; }
   // The simulated time as the instance sees it (ahead of SimGrid's clock while it runs alone).
   double clock() const { return now(); }
@@ -94,6 +95,9 @@ class ServingInstance : private ServingBackend {
   // SimGrid sleep.
   void pass(double seconds);
   bool may_pass_alone(double until) const;
+  // Whether no other actor can act at `at`, the instance's clock: then a simcall that changes nothing
+  // (asking after a transfer that cannot have landed) may be left out without moving anyone else.
+  bool alone_at(double at) const { return others_next_wake_ != nullptr && at < *others_next_wake_; }
   // SimGrid's clock brought to the instance's, before anything of SimGrid's is used.
   void catch_up();
   // The store queues' pump and start, caught up first when they may use SimGrid.
@@ -110,6 +114,7 @@ class ServingInstance : private ServingBackend {
   };
   struct Load {
     double start_s = 0;
+    double earliest_landing_s = 0;  // it cannot have landed before: every part alone on its links
     uint64_t request_id = 0;
     std::vector<LoadPart> parts;
     std::vector<double> waiting_bytes;  // by tier, while it waits for the stores before it (blocking)
