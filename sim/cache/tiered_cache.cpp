@@ -89,7 +89,8 @@ void TieredCache::add_to_tier(int t, uint32_t slot) {
   tier.policy->insert(slot);
   tier.held[slot] = 0;
   if (block.pins == 0) count_child(t, slot, +1);
-  sync_hold(t, slot);
+  // Inserted evictable: only a pin or (prefix-aware) a cached child holds it.
+  if (block.pins > 0 || tier.spec.prefix_aware) sync_hold(t, slot);
 }
 
 // Prefix-aware tiers hold a block while an unpinned child is cached in the same tier. Pinned children do
