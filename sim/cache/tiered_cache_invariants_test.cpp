@@ -4,7 +4,8 @@
 //   - replaying the events alone rebuilds exactly what the cache says it holds (every byte that left a
 //     tier was demoted or dropped and counted), with bytes in each tier's layout;
 //   - no block of an exclusive tier is also in a tier above it;
-//   - with prefix-aware tiers, no cached block has a parent that left the hierarchy.
+//   - with prefix-aware tiers, no cached block has a parent that left the hierarchy, and no block is evicted
+//     from such a tier while an unpinned child of it is cached there (leaves go first).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -37,6 +38,7 @@ class ShadowCache : public CacheEventSink {
     if (leaves_source) {
       EXPECT_EQ(contents_[e.from_tier].erase(e.block), 1u) << event_kind_name(e.kind);
     }
+    if (e.kind == CacheEventKind::kDemote || e.kind == CacheEventKind::kDrop) check_leaf_first(e);
     if (e.to_tier >= 0) {
       EXPECT_TRUE(contents_[e.to_tier].insert(e.block).second) << event_kind_name(e.kind);
     }
@@ -64,6 +66,16 @@ class ShadowCache : public CacheEventSink {
     }
   }
 
+  // The run's first-seen parents and the blocks its running requests pin, for the leaf-first check;
+  // `releasing` while release() drops the transient blocks it gives back, which are not evictions.
+  void watch_evictions(const std::map<uint64_t, uint64_t>* parents, const std::map<uint64_t, int>* pins,
+                       const bool* releasing) {
+    parents_ = parents;
+    pins_ = pins;
+    releasing_ = releasing;
+    for (auto [child, parent] : *parents) children_[parent].push_back(child);
+  }
+
   bool cached_anywhere(uint64_t block) const {
     for (const auto& tier : contents_) {
       if (tier.count(block)) return true;
@@ -72,7 +84,28 @@ class ShadowCache : public CacheEventSink {
   }
 
  private:
+  bool pinned(uint64_t block) const {
+    auto it = pins_->find(block);
+    return it != pins_->end() && it->second > 0;
+  }
+  // An eviction, not an orphan's drop (its parent gone) nor a drop that makes way for a pinned block.
+  void check_leaf_first(const CacheEvent& e) const {
+    if (pins_ == nullptr || *releasing_ || !cache_.tier(e.from_tier).prefix_aware || pinned(e.block)) return;
+    auto parent = parents_->find(e.block);
+    if (parent != parents_->end() && !cached_anywhere(parent->second)) return;
+    auto children = children_.find(e.block);
+    if (children == children_.end()) return;
+    for (uint64_t child : children->second) {
+      EXPECT_FALSE(contents_[e.from_tier].count(child) && !pinned(child))
+          << "block " << e.block << " left tier " << e.from_tier << " before its child " << child;
+    }
+  }
+
   const TieredCache& cache_;
+  std::map<uint64_t, std::vector<uint64_t>> children_;
+  const std::map<uint64_t, uint64_t>* parents_ = nullptr;
+  const std::map<uint64_t, int>* pins_ = nullptr;
+  const bool* releasing_ = nullptr;
   std::vector<std::set<uint64_t>> contents_;
   std::set<uint64_t> all_blocks_;
 };
@@ -112,18 +145,30 @@ TEST_P(CacheInvariants, HoldUnderRandomConcurrentRequests) {
   for (const Request& r : requests) {
     for (size_t i = 1; i < r.block_ids.size(); ++i) parents.emplace(r.block_ids[i], r.block_ids[i - 1]);
   }
+  std::map<uint64_t, int> pins;  // by running requests, counted before the cache pins them
+  bool releasing = false;
+  shadow.watch_evictions(&parents, &pins, &releasing);
+  auto pin = [&pins](const Request& r, int delta) {
+    for (uint64_t id : std::set<uint64_t>(r.block_ids.begin(), r.block_ids.end())) pins[id] += delta;
+  };
   std::mt19937 rng(99);
   std::vector<std::pair<Admission, const Request*>> running;
   int64_t admitted = 0;
   for (const Request& request : requests) {
     Admission admission;
+    pin(request, +1);
     if (cache.admit(request.block_ids, admission)) {
       ++admitted;
       running.emplace_back(std::move(admission), &request);
+    } else {
+      pin(request, -1);
     }
     while (running.size() > 3 || (!running.empty() && rng() % 2)) {
       size_t victim = rng() % running.size();
+      pin(*running[victim].second, -1);
+      releasing = true;
       cache.release(running[victim].first);
+      releasing = false;
       running.erase(running.begin() + static_cast<long>(victim));
     }
     if (rng() % 50 == 0) {
