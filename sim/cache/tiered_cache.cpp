@@ -65,12 +65,17 @@ void TieredCache::emit(CacheEventKind kind, uint32_t slot, int from, int to) {
   if (sink_ != nullptr) sink_->on_event({kind, blocks_[slot].id, from, to, from_bytes, to_bytes});
 }
 
-// Tells the policy whether the block may be a victim: not while pinned, nor (prefix-aware) while an
-// unpinned child is cached in the same tier, so that leaves go first.
+// A block may not be a victim while pinned, nor (prefix-aware) while an unpinned child is cached in the
+// same tier, so that leaves go first.
+bool TieredCache::must_hold(const Tier& tier, uint32_t slot) const {
+  return blocks_[slot].pins > 0 || (tier.spec.prefix_aware && tier.children[slot] > 0);
+}
+
+// Tells the policy whether the block may be a victim.
 void TieredCache::sync_hold(int t, uint32_t slot) {
   if (!in_tier(t, slot)) return;
   Tier& tier = tiers_[t];
-  bool hold = blocks_[slot].pins > 0 || (tier.spec.prefix_aware && tier.children[slot] > 0);
+  bool hold = must_hold(tier, slot);
   if (hold == static_cast<bool>(tier.held[slot])) return;
   if (hold) {
     tier.policy->hold(slot);
@@ -86,11 +91,11 @@ void TieredCache::add_to_tier(int t, uint32_t slot) {
   block.tier_mask |= 1u << t;
   ++tier.used;
   if (block.pins > 0) ++tier.pinned;
-  tier.policy->insert(slot);
-  tier.held[slot] = 0;
+  tier.policy->insert(slot);  // evictable, until held below
   if (block.pins == 0) count_child(t, slot, +1);
-  // Inserted evictable: only a pin or (prefix-aware) a cached child holds it.
-  if (block.pins > 0 || tier.spec.prefix_aware) sync_hold(t, slot);
+  const bool hold = must_hold(tier, slot);
+  if (hold) tier.policy->hold(slot);
+  tier.held[slot] = hold;
 }
 
 // Prefix-aware tiers hold a block while an unpinned child is cached in the same tier. Pinned children do

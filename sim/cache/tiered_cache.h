@@ -110,6 +110,7 @@ class TieredCache {
   uint32_t intern_block(uint64_t id, uint32_t parent);
   bool in_tier(int t, uint32_t slot) const { return blocks_[slot].tier_mask >> t & 1u; }
   void emit(CacheEventKind kind, uint32_t slot, int from, int to);
+  bool must_hold(const Tier& tier, uint32_t slot) const;
   void sync_hold(int t, uint32_t slot);
   void count_child(int t, uint32_t slot, int delta);
   void add_to_tier(int t, uint32_t slot);

@@ -23,7 +23,14 @@ using testing::make_tier;
 // Rebuilds tier contents from events.
 class ShadowCache : public CacheEventSink {
  public:
-  explicit ShadowCache(const TieredCache& cache) : cache_(cache), contents_(cache.tier_count()) {}
+  // `parents` are the run's first-seen parents and `pins` the blocks its running requests pin, for the
+  // leaf-first check; `releasing` is set while release() drops the transient blocks it gives back, which
+  // are not evictions.
+  ShadowCache(const TieredCache& cache, const std::map<uint64_t, uint64_t>& parents,
+              const std::map<uint64_t, int>& pins, const bool& releasing)
+      : cache_(cache), parents_(parents), pins_(pins), releasing_(releasing), contents_(cache.tier_count()) {
+    for (auto [child, parent] : parents) children_[parent].push_back(child);
+  }
 
   void on_event(const CacheEvent& e) override {
     if (e.from_tier >= 0) {
@@ -66,16 +73,6 @@ class ShadowCache : public CacheEventSink {
     }
   }
 
-  // The run's first-seen parents and the blocks its running requests pin, for the leaf-first check;
-  // `releasing` while release() drops the transient blocks it gives back, which are not evictions.
-  void watch_evictions(const std::map<uint64_t, uint64_t>* parents, const std::map<uint64_t, int>* pins,
-                       const bool* releasing) {
-    parents_ = parents;
-    pins_ = pins;
-    releasing_ = releasing;
-    for (auto [child, parent] : *parents) children_[parent].push_back(child);
-  }
-
   bool cached_anywhere(uint64_t block) const {
     for (const auto& tier : contents_) {
       if (tier.count(block)) return true;
@@ -85,14 +82,14 @@ class ShadowCache : public CacheEventSink {
 
  private:
   bool pinned(uint64_t block) const {
-    auto it = pins_->find(block);
-    return it != pins_->end() && it->second > 0;
+    auto it = pins_.find(block);
+    return it != pins_.end() && it->second > 0;
   }
   // An eviction, not an orphan's drop (its parent gone) nor a drop that makes way for a pinned block.
   void check_leaf_first(const CacheEvent& e) const {
-    if (pins_ == nullptr || *releasing_ || !cache_.tier(e.from_tier).prefix_aware || pinned(e.block)) return;
-    auto parent = parents_->find(e.block);
-    if (parent != parents_->end() && !cached_anywhere(parent->second)) return;
+    if (releasing_ || !cache_.tier(e.from_tier).prefix_aware || pinned(e.block)) return;
+    auto parent = parents_.find(e.block);
+    if (parent != parents_.end() && !cached_anywhere(parent->second)) return;
     auto children = children_.find(e.block);
     if (children == children_.end()) return;
     for (uint64_t child : children->second) {
@@ -102,10 +99,10 @@ class ShadowCache : public CacheEventSink {
   }
 
   const TieredCache& cache_;
+  const std::map<uint64_t, uint64_t>& parents_;
+  const std::map<uint64_t, int>& pins_;
+  const bool& releasing_;
   std::map<uint64_t, std::vector<uint64_t>> children_;
-  const std::map<uint64_t, uint64_t>* parents_ = nullptr;
-  const std::map<uint64_t, int>* pins_ = nullptr;
-  const bool* releasing_ = nullptr;
   std::vector<std::set<uint64_t>> contents_;
   std::set<uint64_t> all_blocks_;
 };
@@ -137,9 +134,6 @@ std::vector<Scenario> scenarios() {
 class CacheInvariants : public ::testing::TestWithParam<Scenario> {};
 
 TEST_P(CacheInvariants, HoldUnderRandomConcurrentRequests) {
-  TieredCache cache(GetParam().tiers);
-  ShadowCache shadow(cache);
-  cache.set_event_sink(&shadow);
   auto requests = testing::random_requests(3000, 30, 14, 1234);
   std::map<uint64_t, uint64_t> parents;
   for (const Request& r : requests) {
@@ -147,7 +141,9 @@ TEST_P(CacheInvariants, HoldUnderRandomConcurrentRequests) {
   }
   std::map<uint64_t, int> pins;  // by running requests, counted before the cache pins them
   bool releasing = false;
-  shadow.watch_evictions(&parents, &pins, &releasing);
+  TieredCache cache(GetParam().tiers);
+  ShadowCache shadow(cache, parents, pins, releasing);
+  cache.set_event_sink(&shadow);
   auto pin = [&pins](const Request& r, int delta) {
     for (uint64_t id : std::set<uint64_t>(r.block_ids.begin(), r.block_ids.end())) pins[id] += delta;
   };
