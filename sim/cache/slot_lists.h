@@ -23,9 +23,9 @@ inline constexpr uint32_t kNoSlot = UINT32_MAX;
 inline constexpr size_t kReservedSlots = size_t{1} << 20;
 
 // An empty array indexed by slot, with kReservedSlots reserved (grown with cover_slot).
-template <typename T>
-std::vector<T> slot_array() {
-  std::vector<T> array;
+template <typename T, typename Allocator = std::allocator<T>>
+std::vector<T, Allocator> slot_array() {
+  std::vector<T, Allocator> array;
   array.reserve(kReservedSlots);
   return array;
 }
@@ -53,6 +53,12 @@ class SlotLists {
     list.head = slot;
     if (list.tail == kNoSlot) list.tail = slot;
     ++list.size;
+  }
+
+  // Whether `slot` is in `list`. REQUIRES: `list` is the only list kept here (a slot at the head of
+  // another list has no predecessor either).
+  bool in_only_list(const List& list, uint32_t slot) const {
+    return slot < prev_.size() && (prev_[slot] != kNoSlot || list.head == slot);
   }
 
   // REQUIRES: `slot` is in `list`.

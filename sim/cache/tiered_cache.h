@@ -134,7 +134,7 @@ class TieredCache {
 
   std::vector<Tier> tiers_;
   DenseIdIndex index_;  // block id -> slot
-  std::vector<Block> blocks_ = slot_array<Block>();
+  std::vector<Block, HugePageAllocator<Block>> blocks_ = slot_array<Block, HugePageAllocator<Block>>();
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run
   std::vector<uint32_t> orphan_stack_;  // drop_orphans()

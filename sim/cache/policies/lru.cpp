@@ -7,34 +7,21 @@ namespace {
 class LruPolicy final : public EvictionPolicy {
  public:
   void set_capacity(int64_t) override {}
-  void insert(uint32_t slot) override {
-    mark(slot, kEvictable);
-    lists_.push_front(order_, slot);
-  }
+  void insert(uint32_t slot) override { lists_.push_front(order_, slot); }
   void hit(uint32_t slot) override {
-    if (state_[slot] == kEvictable) lists_.move_to_front(order_, slot);
+    if (lists_.in_only_list(order_, slot)) lists_.move_to_front(order_, slot);  // evictable, not held
   }
-  void hold(uint32_t slot) override {
-    lists_.unlink(order_, slot);
-    state_[slot] = kHeld;
-  }
+  void hold(uint32_t slot) override { lists_.unlink(order_, slot); }
   void unhold(uint32_t slot) override { insert(slot); }
   void erase(uint32_t slot) override {
-    if (state_[slot] == kEvictable) lists_.unlink(order_, slot);
-    state_[slot] = kAbsent;
+    if (lists_.in_only_list(order_, slot)) lists_.unlink(order_, slot);
   }
   uint32_t victim() override { return order_.tail; }
 
  private:
-  enum State : uint8_t { kAbsent, kEvictable, kHeld };
-  void mark(uint32_t slot, State state) {
-    cover_slot(state_, slot, kAbsent);
-    state_[slot] = state;
-  }
-
+  // The evictable blocks; a held block is in the cache but out of the list.
   SlotLists lists_;
   SlotLists::List order_;
-  std::vector<uint8_t> state_ = slot_array<uint8_t>();
 };
 
 }  // namespace
