@@ -69,13 +69,17 @@ void ServingInstance::pass(double seconds) {
   sg4::this_actor::sleep_for(seconds);
 }
 
-// Nothing before `until` needs SimGrid's clock: the other actor does not wake, and no load is in flight
-// (the scheduler asks after its loads at every iteration, and each ask is a simcall, where SimGrid may run
-// the other actor when both act at one instant: skipping them would move it). Stores in flight move on
-// SimGrid's links meanwhile, and nobody waits for them: the pump asks after them, catching up first, once
-// they could have landed, as it did before.
+// Nothing before `until` needs SimGrid's clock: the other actor does not wake, and no load in flight can
+// have landed. The scheduler asks after its loads at every iteration, and load_done leaves the ask (a
+// simcall) out just then: before the load could have landed, at an instant where nobody else can act.
+// Transfers in flight move on SimGrid's links meanwhile, and nobody waits for them: the pump asks after
+// the stores, catching up first, once they could have landed, as it did before.
 bool ServingInstance::may_pass_alone(double until) const {
-  return alone_at(until) && loads_.empty();
+  if (!alone_at(until) || waiting_loads_ > 0) return false;
+  for (const auto& [handle, load] : loads_) {
+    if (until >= load.earliest_landing_s) return false;
+  }
+  return true;
 }
 
 void ServingInstance::pump_stores() {
@@ -128,9 +132,9 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
 // of them moves, and a wait that held a copy already landed would return at once, on the same clock, and
 // the loop would never end.
 bool ServingInstance::wait_for_work(const Decision& decision) {
-  // Ahead of SimGrid only with stores in flight (a load, or a doorbell, keeps the instance on SimGrid's
-  // clock): they are asked after below.
-  if (stores_.moving()) catch_up();
+  // Ahead of SimGrid only with transfers in flight (a doorbell keeps the instance on SimGrid's clock):
+  // they are asked after below.
+  if (stores_.moving() || !loads_.empty()) catch_up();
   std::vector<sg4::CommPtr> pending;
   auto add_moving = [&](const std::vector<sg4::CommPtr>& comms) {
     for (const sg4::CommPtr& c : comms) {
@@ -238,6 +242,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
   if (!load.waiting_bytes.empty()) return false;
   // Asking SimGrid is a simcall: skipped while the answer is known to be no and nobody else can act now.
   if (now() < load.earliest_landing_s && alone_at(now())) return false;
+  catch_up();
   for (const LoadPart& part : load.parts) {
     if (!std::all_of(part.comms.begin(), part.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
       return false;
@@ -256,6 +261,7 @@ bool ServingInstance::load_done(LoadHandle handle) {
 }
 
 void ServingInstance::cancel_load(LoadHandle handle) {
+  catch_up();  // the copies stop at the instance's time
   auto it = loads_.find(handle);
   if (!it->second.waiting_bytes.empty()) --waiting_loads_;
   for (const LoadPart& part : it->second.parts) {
