@@ -30,6 +30,7 @@
 #include "sim/cache/eviction_policy.h"
 #include "sim/cache/tier_spec.h"
 #include "sim/core/dense_id_index.h"
+#include "sim/core/huge_pages.h"
 
 namespace kvtier {
 
@@ -134,6 +135,7 @@ class TieredCache {
 
   std::vector<Tier> tiers_;
   DenseIdIndex index_;  // block id -> slot
+  // On huge pages: 40 bytes a distinct block touch hundreds of 4 KiB pages, each a fault (huge_pages.h).
   std::vector<Block, HugePageAllocator<Block>> blocks_ = slot_array<Block, HugePageAllocator<Block>>();
   std::vector<uint32_t> chain_;         // admit(): the request's slots, duplicates included
   std::vector<uint8_t> leading_;        // admit(): per distinct slot, whether it is in the leading run

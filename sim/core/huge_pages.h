@@ -1,5 +1,5 @@
 // Memory for large tables on transparent huge pages: trace statistics' prefix forest
-// (sim/workload/prefix_forest.h) and the id indexes (id_index.h).
+// (sim/workload/prefix_forest.h), the id indexes (id_index.h) and the tiered cache's block array.
 //
 // The forest's lookups land at random places in tables of tens of megabytes. With 4 KiB pages nearly
 // every lookup also missed the TLB, and the first touch of every page faulted (on the development VM a
@@ -19,17 +19,18 @@ namespace kvtier {
 
 inline constexpr size_t kHugePageBytes = size_t{2} << 20;
 
-// Makes `index` an index of an array indexed by dense ids or slots, new entries set to `fill`. It grows to
-// the end of the 4 KiB page that holds `index`, so no page past the highest index seen is touched (past
-// its capacity the vector still grows geometrically). Growing to twice the size touched up to twice the
-// pages: on the Mooncake sample a tenth of the simulation's page faults.
-// The growth is out of line: inlined, its registers and calls made every caller's common path (the
+// cover_slot's growth, out of line: inlined, its registers and calls made every caller's common path (the
 // index already covered) save and restore registers it does not need.
 template <typename T, typename Allocator>
 [[gnu::noinline, gnu::cold]] void grow_to_cover(std::vector<T, Allocator>& array, size_t index, T fill) {
   constexpr size_t kPerPage = std::max<size_t>(1, 4096 / sizeof(T));
   array.resize((index / kPerPage + 1) * kPerPage, fill);
 }
+
+// Makes `index` an index of an array indexed by dense ids or slots, new entries set to `fill`. It grows to
+// the end of the 4 KiB page that holds `index`, so no page past the highest index seen is touched (past
+// its capacity the vector still grows geometrically). Growing to twice the size touched up to twice the
+// pages: on the Mooncake sample a tenth of the simulation's page faults.
 template <typename T, typename Allocator>
 void cover_slot(std::vector<T, Allocator>& array, size_t index, std::type_identity_t<T> fill) {
   if (index >= array.size()) [[unlikely]]

@@ -69,17 +69,14 @@ void ServingInstance::pass(double seconds) {
   sg4::this_actor::sleep_for(seconds);
 }
 
-// Nothing before `until` needs SimGrid's clock: the other actor does not wake, and no load in flight can
-// have landed. The scheduler asks after its loads at every iteration, and load_done leaves the ask (a
-// simcall) out just then: before the load could have landed, at an instant where nobody else can act.
-// Transfers in flight move on SimGrid's links meanwhile, and nobody waits for them: the pump asks after
-// the stores, catching up first, once they could have landed, as it did before.
+// Nothing before `until` needs SimGrid's clock: the other actor does not wake. Transfers in flight move on
+// SimGrid's links meanwhile, and nobody waits for them before the step ends: the scheduler asks after its
+// loads at every iteration, catching up first (load_done), and the pump asks after the stores once they
+// could have landed, so each is asked at the instant it would have been after a SimGrid sleep. A load
+// that waits for the stores before it (blocking) starts when they land: it keeps the instance on
+// SimGrid's clock.
 bool ServingInstance::may_pass_alone(double until) const {
-  if (!alone_at(until) || waiting_loads_ > 0) return false;
-  for (const auto& [handle, load] : loads_) {
-    if (until >= load.earliest_landing_s) return false;
-  }
-  return true;
+  return alone_at(until) && waiting_loads_ == 0;
 }
 
 void ServingInstance::pump_stores() {

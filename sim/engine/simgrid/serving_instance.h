@@ -64,9 +64,9 @@ class ServingInstance : private ServingBackend {
   void listen(simgrid::s4u::Mailbox* doorbell) { doorbell_ = doorbell; }
   // The instance runs beside one other actor only, which acts at nothing of the instance's and wakes next
   // at `*others_next_wake` (set before each of its sleeps). A step or an idle wait that ends before that
-  // wake, and before any load in flight could have landed (alone on its links), advances the instance's
-  // own clock instead of SimGrid's, which catches up, exactly, before the instance next needs it: a
-  // SimGrid round costs more than planning a step. Nor is a load asked after (a simcall) before then.
+  // wake advances the instance's own clock instead of SimGrid's, which catches up, exactly, before the
+  // instance next needs it: a SimGrid round costs more than planning a step. Nor is a load asked after (a
+  // simcall) before it could have landed, alone on its links.
   void run_alone(const double* others_next_wake) { others_next_wake_ = others_next_wake; }
   // The simulated time as the instance sees it (ahead of SimGrid's clock while it runs alone).
   double clock() const { return now(); }
