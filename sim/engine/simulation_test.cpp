@@ -402,7 +402,8 @@ std::string file_text(const std::string& path) {
 // The instance that keeps its own clock between SimGrid rounds (ServingInstance::run_alone) reads every
 // time SimGrid would give: the same summary and the same CSVs, byte for byte, as an instance that sleeps on
 // SimGrid at every step, with stores in flight, loads and idle waits between arrivals, in the background
-// and blocking, and a wait for loads right after a step the instance passed on its own clock.
+// and blocking, a wait for loads right after a step the instance passed on its own clock, and requests
+// preempted while their loads are in flight.
 TEST(Simulation, TheInstancesOwnClockMakesTheRunSimGridsClockMakes) {
   std::string trace;
   for (int r = 0; r < 40; ++r)
@@ -414,18 +415,24 @@ TEST(Simulation, TheInstancesOwnClockMakesTheRunSimGridsClockMakes) {
   std::string blocking = open_loop;
   const std::string reserve = "activation_reserve: 62GB}";
   blocking.replace(blocking.find(reserve), reserve.size(), "activation_reserve: 62GB, transfers: blocking}");
+  const std::string h200_tiers =
+      "name: t\nmodel: llama-3.1-8b\nhardware: h200\n"
+      "instance: {gpus: 1, hbm_utilisation: 0.9, activation_reserve: 8GiB}\n"
+      "cache: {block_tokens: 512, tiers: [{medium: hbm, kv: bf16}, "
+      "{medium: dram, kv: bf16, capacity: 96GiB, placement: inclusive}, "
+      "{medium: nvme, kv: bf16, capacity: 48GiB, placement: inclusive}]}\n";
   const std::vector<std::string> scenarios = {
       one_gpu_scenario("{loop: closed, source: agent, agent: agent-default, sessions: 8, duration: 3min}",
                        "56GB"),
       open_loop, blocking,
       // Loads from a slow disk tier, long enough that the batch waits for them after a step of its own.
-      "name: t\nmodel: llama-3.1-8b\nhardware: h200\n"
-      "instance: {gpus: 1, hbm_utilisation: 0.9, activation_reserve: 8GiB}\n"
-      "cache: {block_tokens: 512, tiers: [{medium: hbm, kv: bf16}, "
-      "{medium: dram, kv: bf16, capacity: 96GiB, placement: inclusive}, "
-      "{medium: nvme, kv: bf16, capacity: 48GiB, placement: inclusive}]}\n"
-      "workload: {loop: open, source: agent, agent: agent-default, requests: 1000, duration: 1000h, "
-      "rate: 0.05}\n"};
+      h200_tiers +
+          "workload: {loop: open, source: agent, agent: agent-default, requests: 1000, "
+          "duration: 1000h, rate: 0.05}\n",
+      // Requests preempted while their loads are in flight, after steps passed alone (cancel_load).
+      h200_tiers +
+          "workload: {loop: closed, source: agent, agent: agent-default, sessions: 32, "
+          "duration: 10min}\n"};
   const std::filesystem::path dir = std::filesystem::temp_directory_path();
   for (size_t i = 0; i < scenarios.size(); ++i) {
     SCOPED_TRACE(scenarios[i]);

@@ -129,8 +129,8 @@ void ServingInstance::run(const std::function<void()>& each_iteration) {
 // of them moves, and a wait that held a copy already landed would return at once, on the same clock, and
 // the loop would never end.
 bool ServingInstance::wait_for_work(const Decision& decision) {
-  // Ahead of SimGrid only with transfers in flight (a doorbell keeps the instance on SimGrid's clock):
-  // they are asked after below.
+  // The transfers in flight are asked after below, on SimGrid's clock; with none, an idle wait may pass on
+  // the instance's own (a doorbell never runs alone).
   if (stores_.moving() || !loads_.empty()) catch_up();
   std::vector<sg4::CommPtr> pending;
   auto add_moving = [&](const std::vector<sg4::CommPtr>& comms) {
