@@ -79,8 +79,12 @@ bool ServingInstance::may_pass_alone(double until) const {
   return alone_at(until) && waiting_loads_ == 0;
 }
 
+// Ahead of SimGrid's clock, a pump that would only log batches waits for the next catch-up
+// (StoreQueues::defer_pump); one that would start a batch needs SimGrid's clock now. Blocking transfers
+// always pump at once: a load waits for the stores before it to land.
 void ServingInstance::pump_stores() {
   if (now() < stores_.earliest_landing_s()) return;  // no batch can have landed
+  if (ahead_s_ && !blocking_transfers_ && stores_.defer_pump(now())) return;
   catch_up();
   stores_.pump();
 }
@@ -91,7 +95,8 @@ void ServingInstance::start_idle_stores() {
   stores_.start_idle();
 }
 
-// A sleep whose end, SimGrid's clock plus its length rounded once, is exactly the instance's clock.
+// A sleep whose end, SimGrid's clock plus its length rounded once, is exactly the instance's clock; then the
+// pumps deferred meanwhile.
 void ServingInstance::catch_up() {
   if (!ahead_s_) return;
   const double target = *ahead_s_;
@@ -101,6 +106,7 @@ void ServingInstance::catch_up() {
   while (from + seconds < target) seconds = std::nextafter(seconds, HUGE_VAL);
   while (from + seconds > target) seconds = std::nextafter(seconds, -HUGE_VAL);
   sg4::this_actor::sleep_for(seconds);
+  stores_.pump_deferred();
 }
 
 void ServingInstance::run(const std::function<void()>& each_iteration) {
@@ -282,6 +288,7 @@ LoadHandle ServingInstance::receive_prefilled_kv(uint64_t request_id) {
 
 // Queued, not started: every store of one cache call goes in one batch (store_queue.h).
 void ServingInstance::start_store(int from_tier, int to_tier, double bytes, int64_t cause) {
+  if (stores_.landed_unpumped(tier_media_[from_tier], tier_media_[to_tier])) catch_up();
   stores_.add(tier_media_[from_tier], tier_media_[to_tier], tier_path(from_tier, to_tier), bytes, cause);
 }
 

@@ -59,6 +59,36 @@ void StoreQueues::pump() {
   }
 }
 
+bool StoreQueues::defer_pump(double now) {
+  if (deferred_pumps_.size() == kMostDeferredPumps) return false;
+  for (const Path& path : paths_) {
+    if (!path.comms.empty() && now >= path.earliest_landing_s && path.pending_bytes > 0) return false;
+  }
+  if (deferred_pumps_.empty() || deferred_pumps_.back() < now) deferred_pumps_.push_back(now);
+  return true;
+}
+
+// A batch landed by a pump's time was over when that pump ran: with no stores behind it, the pump only
+// logged it. Pumps in time order, paths in index order, as pump() walks them.
+void StoreQueues::pump_deferred() {
+  for (double at : deferred_pumps_) {
+    for (Path& path : paths_) {
+      if (!path.comms.empty() && at >= path.earliest_landing_s && landed_by(path, at)) finish(path);
+    }
+  }
+  deferred_pumps_.clear();
+}
+
+bool StoreQueues::landed_unpumped(Medium from, Medium to) const {
+  const Path& path = paths_[index(from, to)];
+  return !path.comms.empty() && !deferred_pumps_.empty() && deferred_pumps_.back() >= path.earliest_landing_s;
+}
+
+bool StoreQueues::landed_by(const Path& path, double at) {
+  return std::all_of(path.comms.begin(), path.comms.end(),
+                     [at](const sg4::CommPtr& c) { return c->test() && c->get_finish_time() <= at; });
+}
+
 void StoreQueues::finish_in_flight() {
   for (size_t i = 0; i < kPaths; ++i) {
     Path& path = paths_[i];

@@ -19,7 +19,10 @@
 // followed to their end (finish_in_flight).
 //
 // Asking SimGrid whether a batch has landed is a simcall, a round of its engine: pump() asks only once
-// the batch could have landed, alone on its links (Platform::least_transfer_seconds).
+// the batch could have landed, alone on its links (Platform::least_transfer_seconds). An instance ahead of
+// SimGrid's clock (serving_instance.h) need not catch up for a pump that would only log batches: it
+// defers the pump (defer_pump), and once SimGrid's clock has caught up, pump_deferred() finishes the
+// batches each deferred pump would have found landed, in the order it would have.
 #pragma once
 
 #include <array>
@@ -49,6 +52,16 @@ class StoreQueues {
   // Logs the batch of every path whose transfer has finished and starts the next. Call at every engine
   // iteration.
   void pump();
+  // Whether pump() at `now` would only log batches: no batch that could have landed by then has stores
+  // queued behind it. If so, and fewer than kMostDeferredPumps wait, records the pump at `now` for
+  // pump_deferred() and returns true.
+  bool defer_pump(double now);
+  // The pumps deferred so far, each as of its time, in their order. SimGrid's clock must have reached
+  // them.
+  void pump_deferred();
+  // Whether a deferred pump may have found the path's batch landed: stores added to the path must wait
+  // for pump_deferred(), or they would queue behind a batch that is over.
+  bool landed_unpumped(Medium from, Medium to) const;
   // Waits for every batch in flight and logs it; queued stores are not started. For the end of the run,
   // from an actor, when nobody pumps any more.
   void finish_in_flight();
@@ -81,10 +94,15 @@ class StoreQueues {
   void start(size_t index, Path& path);
   // Logs the stores of the batch in flight, which has landed, with the time it did.
   void finish(Path& path);
+  // Whether every copy of the path's batch has landed by `at` (SimGrid's clock at or past `at`).
+  static bool landed_by(const Path& path, double at);
 
   Platform& platform_;
   TransfersCsvWriter* log_;
   std::array<Path, kPaths> paths_;
+  // defer_pump()'s times, ascending; bounded, since an instance may run long on its own clock.
+  static constexpr size_t kMostDeferredPumps = 64;
+  std::vector<double> deferred_pumps_;
   uint32_t idle_queued_ = 0;  // bit i: paths_[i] has stores queued and no batch in flight
   static_assert(kPaths <= 32);
   int64_t started_ = 0;

@@ -58,7 +58,7 @@ struct QueuesRun {
 
 // Runs `body` as an actor on one H100 SXM, in a child process (a SimGrid engine per process), then follows
 // the batches in flight to their end.
-QueuesRun run_queues(const std::function<void(StoreQueues&, nlohmann::json& noted)>& body) {
+QueuesRun run_queues(const std::function<void(StoreQueues&, Platform&, nlohmann::json& noted)>& body) {
   const nlohmann::json result = run_isolated([&] {
     int argc = 1;
     char name[] = "kvtier";
@@ -71,7 +71,7 @@ QueuesRun run_queues(const std::function<void(StoreQueues&, nlohmann::json& note
     nlohmann::json noted = nlohmann::json::object();
     sg4::Actor::create("offload", engine.host_by_name("dram"), [&] {
       StoreQueues stores(platform, &log);
-      body(stores, noted);
+      body(stores, platform, noted);
       stores.finish_in_flight();
     });
     engine.run();
@@ -87,7 +87,7 @@ void add_store(StoreQueues& stores, double bytes) {
 }
 
 TEST(StoreQueues, StoresOfOneCacheCallGoAsOneBatch) {
-  const QueuesRun run = run_queues([](StoreQueues& stores, nlohmann::json& noted) {
+  const QueuesRun run = run_queues([](StoreQueues& stores, Platform&, nlohmann::json& noted) {
     for (double blocks : {1, 2, 3}) add_store(stores, blocks * kBlock);
     noted["started_while_queued"] = stores.transfers_started();
     stores.start_idle();
@@ -107,7 +107,7 @@ TEST(StoreQueues, StoresOfOneCacheCallGoAsOneBatch) {
 
 // A store added while its path moves a batch waits for that batch to land, and goes in the next.
 TEST(StoreQueues, ABusyPathKeepsItsStoresQueuedForItsNextBatch) {
-  const QueuesRun run = run_queues([](StoreQueues& stores, nlohmann::json& noted) {
+  const QueuesRun run = run_queues([](StoreQueues& stores, Platform&, nlohmann::json& noted) {
     add_store(stores, kBlock);
     stores.start_idle();
     add_store(stores, 2 * kBlock);
@@ -123,6 +123,73 @@ TEST(StoreQueues, ABusyPathKeepsItsStoresQueuedForItsNextBatch) {
   EXPECT_NEAR(run.rows[0].end_s, first_lands, 1e-9);
   EXPECT_NEAR(run.rows[1].start_s, first_lands, 1e-9);
   EXPECT_NEAR(run.rows[1].end_s, first_lands + kLatency + 2 * kBlock / kD2hBandwidth, 1e-9);
+}
+
+// An instance ahead of SimGrid's clock defers a pump that would only log batches (serving_instance.h). Once
+// the clock has caught up, a deferred pump finishes the batches that had landed by its time and no other:
+// here a batch that shares PCIe with another copy of its size lands at twice the time it would alone, and
+// a pump deferred between the two leaves it in flight.
+TEST(StoreQueues, ADeferredPumpFinishesWhatHadLandedByItsTime) {
+  const double alone = kLatency + kBlock / kD2hBandwidth;
+  const double shared = kLatency + 2 * kBlock / kD2hBandwidth;
+  const QueuesRun run = run_queues([&](StoreQueues& stores, Platform& platform, nlohmann::json& noted) {
+    add_store(stores, kBlock);
+    stores.start_idle();
+    platform.transfer(Medium::kHbm, Medium::kDram, kBlock);  // another copy on the same link
+    noted["deferred_before_it_could_land"] = stores.defer_pump(alone / 2);
+    noted["unpumped_before_it_could_land"] = stores.landed_unpumped(Medium::kHbm, Medium::kDram);
+    noted["deferred_before_it_landed"] = stores.defer_pump(alone);
+    noted["unpumped_before_it_landed"] = stores.landed_unpumped(Medium::kHbm, Medium::kDram);
+    sg4::this_actor::sleep_until(2 * shared);
+    stores.pump_deferred();
+    noted["moving_after_early_pumps"] = stores.moving();
+    noted["deferred_after_it_landed"] = stores.defer_pump(shared);
+    stores.pump_deferred();
+    noted["moving_after_late_pump"] = stores.moving();
+  });
+  EXPECT_TRUE(run.noted["deferred_before_it_could_land"].get<bool>());
+  EXPECT_FALSE(run.noted["unpumped_before_it_could_land"].get<bool>());
+  EXPECT_TRUE(run.noted["deferred_before_it_landed"].get<bool>());
+  EXPECT_TRUE(run.noted["unpumped_before_it_landed"].get<bool>());
+  EXPECT_TRUE(run.noted["moving_after_early_pumps"].get<bool>());
+  EXPECT_TRUE(run.noted["deferred_after_it_landed"].get<bool>());
+  EXPECT_FALSE(run.noted["moving_after_late_pump"].get<bool>());
+  ASSERT_EQ(run.rows.size(), 1u);
+  EXPECT_EQ(run.rows[0].start_s, 0);
+  EXPECT_NEAR(run.rows[0].end_s, shared, 1e-9);
+}
+
+// A pump that would start a batch, stores queued behind one that could have landed, is not deferred.
+TEST(StoreQueues, APumpThatWouldStartABatchIsNotDeferred) {
+  const double alone = kLatency + kBlock / kD2hBandwidth;
+  const QueuesRun run = run_queues([&](StoreQueues& stores, Platform&, nlohmann::json& noted) {
+    add_store(stores, kBlock);
+    stores.start_idle();
+    add_store(stores, kBlock);  // queued behind the batch in flight
+    noted["deferred_before_it_could_land"] = stores.defer_pump(alone / 2);
+    noted["deferred_once_it_could_land"] = stores.defer_pump(alone);
+  });
+  EXPECT_TRUE(run.noted["deferred_before_it_could_land"].get<bool>());
+  EXPECT_FALSE(run.noted["deferred_once_it_could_land"].get<bool>());
+}
+
+// Deferred pumps are bounded: an instance may run on its own clock for many steps with a batch landed.
+TEST(StoreQueues, DeferredPumpsAreBounded) {
+  const QueuesRun run = run_queues([&](StoreQueues& stores, Platform&, nlohmann::json& noted) {
+    add_store(stores, kBlock);
+    stores.start_idle();
+    int deferred = 0;
+    while (deferred < 1000 && stores.defer_pump(deferred)) ++deferred;
+    noted["deferred"] = deferred;
+    sg4::this_actor::sleep_until(deferred);
+    stores.pump_deferred();
+    noted["moving"] = stores.moving();
+    noted["deferred_after"] = stores.defer_pump(deferred);
+  });
+  EXPECT_GT(run.noted["deferred"].get<int>(), 1);
+  EXPECT_LT(run.noted["deferred"].get<int>(), 1000);
+  EXPECT_FALSE(run.noted["moving"].get<bool>());
+  EXPECT_TRUE(run.noted["deferred_after"].get<bool>());
 }
 
 }  // namespace
