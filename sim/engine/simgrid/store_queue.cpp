@@ -36,11 +36,17 @@ void StoreQueues::start(size_t index, Path& path) {
   path.pending.clear();
 }
 
-void StoreQueues::finish(Path& path) {
+double StoreQueues::landed_s(const Path& path) {
+  if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
+    return std::numeric_limits<double>::infinity();
   double landed = 0;
   for (const sg4::CommPtr& c : path.comms) landed = std::max(landed, c->get_finish_time());
+  return landed;
+}
+
+void StoreQueues::finish(Path& path, double landed_s) {
   if (log_ != nullptr) {
-    for (TransferRecord& store : path.moving) store.end_s = landed;
+    for (TransferRecord& store : path.moving) store.end_s = landed_s;
     log_->add_batch(std::move(path.moving));
   }
   path.moving.clear();
@@ -51,10 +57,10 @@ void StoreQueues::pump() {
   const double now = sg4::Engine::get_clock();
   for (size_t i = 0; i < kPaths; ++i) {
     Path& path = paths_[i];
-    if (path.comms.empty() || now < path.earliest_landing_s) continue;
-    if (!std::all_of(path.comms.begin(), path.comms.end(), [](const sg4::CommPtr& c) { return c->test(); }))
-      continue;
-    finish(path);
+    if (!path.may_have_landed_by(now)) continue;
+    const double landed = landed_s(path);
+    if (landed > now) continue;  // still moving
+    finish(path, landed);
     if (path.pending_bytes > 0) start(i, path);
   }
 }
@@ -62,31 +68,32 @@ void StoreQueues::pump() {
 bool StoreQueues::defer_pump(double now) {
   if (deferred_pumps_.size() == kMostDeferredPumps) return false;
   for (const Path& path : paths_) {
-    if (!path.comms.empty() && now >= path.earliest_landing_s && path.pending_bytes > 0) return false;
+    if (path.may_have_landed_by(now) && path.pending_bytes > 0) return false;
   }
   if (deferred_pumps_.empty() || deferred_pumps_.back() < now) deferred_pumps_.push_back(now);
   return true;
 }
 
 // A batch landed by a pump's time was over when that pump ran: with no stores behind it, the pump only
-// logged it. Pumps in time order, paths in index order, as pump() walks them.
+// logged it. Each batch's landing is asked once; pumps in time order, paths in index order, as pump()
+// walks them.
 void StoreQueues::pump_deferred() {
+  if (deferred_pumps_.empty()) return;
+  std::array<double, kPaths> landed{};
+  for (size_t i = 0; i < kPaths; ++i) {
+    const bool asked = paths_[i].may_have_landed_by(deferred_pumps_.back());
+    landed[i] = asked ? landed_s(paths_[i]) : std::numeric_limits<double>::infinity();
+  }
   for (double at : deferred_pumps_) {
-    for (Path& path : paths_) {
-      if (!path.comms.empty() && at >= path.earliest_landing_s && landed_by(path, at)) finish(path);
+    for (size_t i = 0; i < kPaths; ++i) {
+      if (paths_[i].may_have_landed_by(at) && landed[i] <= at) finish(paths_[i], landed[i]);
     }
   }
   deferred_pumps_.clear();
 }
 
 bool StoreQueues::landed_unpumped(Medium from, Medium to) const {
-  const Path& path = paths_[index(from, to)];
-  return !path.comms.empty() && !deferred_pumps_.empty() && deferred_pumps_.back() >= path.earliest_landing_s;
-}
-
-bool StoreQueues::landed_by(const Path& path, double at) {
-  return std::all_of(path.comms.begin(), path.comms.end(),
-                     [at](const sg4::CommPtr& c) { return c->test() && c->get_finish_time() <= at; });
+  return !deferred_pumps_.empty() && paths_[index(from, to)].may_have_landed_by(deferred_pumps_.back());
 }
 
 void StoreQueues::finish_in_flight() {
@@ -94,7 +101,7 @@ void StoreQueues::finish_in_flight() {
     Path& path = paths_[i];
     if (path.comms.empty()) continue;
     for (const sg4::CommPtr& c : path.comms) c->wait();
-    finish(path);
+    finish(path, landed_s(path));
     if (path.pending_bytes > 0) idle_queued_ |= 1u << i;
   }
 }

@@ -85,6 +85,7 @@ class StoreQueues {
     std::vector<simgrid::s4u::CommPtr> comms;
     std::vector<TransferRecord> moving;  // the stores of the batch in flight; end_s unset
     double earliest_landing_s = 0;       // the batch in flight cannot have landed before
+    bool may_have_landed_by(double at) const { return !comms.empty() && at >= earliest_landing_s; }
   };
   // Indexed by from × media + to: walked in that order, as a map by (from, to) would be.
   static constexpr size_t kPaths = kMedia.size() * kMedia.size();
@@ -92,10 +93,10 @@ class StoreQueues {
     return static_cast<size_t>(from) * kMedia.size() + static_cast<size_t>(to);
   }
   void start(size_t index, Path& path);
-  // Logs the stores of the batch in flight, which has landed, with the time it did.
-  void finish(Path& path);
-  // Whether every copy of the path's batch has landed by `at` (SimGrid's clock at or past `at`).
-  static bool landed_by(const Path& path, double at);
+  // Logs the stores of the batch in flight, which landed at `landed_s`.
+  void finish(Path& path, double landed_s);
+  // When the last copy of the path's batch landed, by SimGrid's clock now; infinity while one moves.
+  static double landed_s(const Path& path);
 
   Platform& platform_;
   TransfersCsvWriter* log_;

@@ -23,6 +23,7 @@ constexpr double kLatency = 2.8e-6;
 constexpr double kD2hBandwidth = 55e9;
 constexpr double kBlock = 512.0 * 131072;  // Llama-3.1-8B's 512 tokens × 128 KiB
 constexpr int64_t kCause = 7;
+constexpr double kOneBlockAlone = kLatency + kBlock / kD2hBandwidth;  // a one-block batch, alone on PCIe
 
 struct Row {
   std::string path;
@@ -118,7 +119,7 @@ TEST(StoreQueues, ABusyPathKeepsItsStoresQueuedForItsNextBatch) {
   });
   EXPECT_EQ(run.noted["started"], 1);
   ASSERT_EQ(run.rows.size(), 2u);
-  const double first_lands = kLatency + kBlock / kD2hBandwidth;
+  const double first_lands = kOneBlockAlone;
   EXPECT_EQ(run.rows[0].start_s, 0);
   EXPECT_NEAR(run.rows[0].end_s, first_lands, 1e-9);
   EXPECT_NEAR(run.rows[1].start_s, first_lands, 1e-9);
@@ -130,15 +131,14 @@ TEST(StoreQueues, ABusyPathKeepsItsStoresQueuedForItsNextBatch) {
 // here a batch that shares PCIe with another copy of its size lands at twice the time it would alone, and
 // a pump deferred between the two leaves it in flight.
 TEST(StoreQueues, ADeferredPumpFinishesWhatHadLandedByItsTime) {
-  const double alone = kLatency + kBlock / kD2hBandwidth;
   const double shared = kLatency + 2 * kBlock / kD2hBandwidth;
   const QueuesRun run = run_queues([&](StoreQueues& stores, Platform& platform, nlohmann::json& noted) {
     add_store(stores, kBlock);
     stores.start_idle();
     platform.transfer(Medium::kHbm, Medium::kDram, kBlock);  // another copy on the same link
-    noted["deferred_before_it_could_land"] = stores.defer_pump(alone / 2);
+    noted["deferred_before_it_could_land"] = stores.defer_pump(kOneBlockAlone / 2);
     noted["unpumped_before_it_could_land"] = stores.landed_unpumped(Medium::kHbm, Medium::kDram);
-    noted["deferred_before_it_landed"] = stores.defer_pump(alone);
+    noted["deferred_before_it_landed"] = stores.defer_pump(kOneBlockAlone);
     noted["unpumped_before_it_landed"] = stores.landed_unpumped(Medium::kHbm, Medium::kDram);
     sg4::this_actor::sleep_until(2 * shared);
     stores.pump_deferred();
@@ -161,13 +161,12 @@ TEST(StoreQueues, ADeferredPumpFinishesWhatHadLandedByItsTime) {
 
 // A pump that would start a batch, stores queued behind one that could have landed, is not deferred.
 TEST(StoreQueues, APumpThatWouldStartABatchIsNotDeferred) {
-  const double alone = kLatency + kBlock / kD2hBandwidth;
   const QueuesRun run = run_queues([&](StoreQueues& stores, Platform&, nlohmann::json& noted) {
     add_store(stores, kBlock);
     stores.start_idle();
     add_store(stores, kBlock);  // queued behind the batch in flight
-    noted["deferred_before_it_could_land"] = stores.defer_pump(alone / 2);
-    noted["deferred_once_it_could_land"] = stores.defer_pump(alone);
+    noted["deferred_before_it_could_land"] = stores.defer_pump(kOneBlockAlone / 2);
+    noted["deferred_once_it_could_land"] = stores.defer_pump(kOneBlockAlone);
   });
   EXPECT_TRUE(run.noted["deferred_before_it_could_land"].get<bool>());
   EXPECT_FALSE(run.noted["deferred_once_it_could_land"].get<bool>());
