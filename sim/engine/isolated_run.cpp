@@ -63,6 +63,10 @@ void write_all(int fd, const std::string& text) {
   }
 }
 
+#ifdef KVTIER_PROFILE_GENERATE
+extern "C" void __gcov_dump();
+#endif
+
 // The child's whole life: run, serialise, leave without running the parent's exit handlers.
 [[noreturn]] void run_child(int fd, const Simulation& simulation) {
   nlohmann::json reply;
@@ -76,6 +80,9 @@ void write_all(int fd, const std::string& text) {
   write_all(fd, reply.dump());
   close(fd);
   std::fflush(nullptr);
+#ifdef KVTIER_PROFILE_GENERATE
+  __gcov_dump();  // _exit skips it (cmake/profile_guided.cmake)
+#endif
   _exit(0);
 }
 
