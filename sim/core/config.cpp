@@ -298,6 +298,9 @@ void ConfigNode::set(std::string_view dotted_path, std::string_view yaml_value, 
         break;
       }
       YAML::Node element = next[step.index];
+      if (!element.IsMap() && !element.IsNull()) {
+        fail("element " + std::to_string(step.index) + " of '" + step.key + "' is not a mapping");
+      }
       cursor.reset(element);
       continue;
     }

@@ -63,6 +63,15 @@ TEST(Config, SetReachesIntoLists) {
   EXPECT_THROW(root.set("tiers[x].capacity", "1GiB"), ConfigError);
 }
 
+// Found by the scenario fuzzer: yaml-cpp's own exception escaped where an element was a scalar.
+TEST(Config, SetThroughAScalarElementIsAConfigError) {
+  ConfigNode root = ConfigNode::load_string("tiers: [hbm, {name: dram}]\n", "s.yaml");
+  EXPECT_EQ(error_of([&] { root.set("tiers[0].capacity", "1GiB"); }),
+            "--set tiers[0].capacity=1GiB: element 0 of 'tiers' is not a mapping");
+  root.set("tiers[1].capacity", "1GiB");
+  EXPECT_EQ(root.child("tiers").elements()[1].string("capacity"), "1GiB");
+}
+
 TEST(Config, ModelCardRejectsNonsense) {
   std::string card =
       "name: m\nlayers: 0\nhidden_size: 8\nquery_heads: 1\n"
